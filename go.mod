@@ -1,0 +1,3 @@
+module github.com/groundworkhq/groundwork
+
+go 1.26.8
