@@ -1,0 +1,267 @@
+package catalog
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Built-in pairs: the ones Groundwork's own pipelines handle.
+var (
+	PairPostgres      = Pair{CategoryManagedResource, "postgres"}
+	PairMySQL         = Pair{CategoryManagedResource, "mysql"}
+	PairRedis         = Pair{CategoryManagedResource, "redis"}
+	PairKubernetes    = Pair{CategoryTarget, "kubernetes"}
+	PairVMPool        = Pair{CategoryTarget, "vm-pool"}
+	PairNetwork       = Pair{CategoryManagedResource, "network"}
+	PairRegistry      = Pair{CategoryManagedResource, "registry"}
+	PairDNSZone       = Pair{CategoryManagedResource, "dns-zone"}
+	PairHelmComponent = Pair{CategoryTool, "helm-component"}
+	// PairBucket has no built-in provisioner: examples/provisioner serves it. It is in the
+	// catalog so that jobs for it are validated like any other.
+	PairBucket = Pair{CategoryManagedResource, "bucket"}
+)
+
+// BuiltinPairs are the pairs Groundwork's own provisioner holds from start-up.
+func BuiltinPairs() []Pair {
+	return []Pair{
+		PairPostgres, PairMySQL, PairRedis, PairKubernetes, PairVMPool,
+		PairNetwork, PairRegistry, PairDNSZone, PairHelmComponent,
+	}
+}
+
+// Builtin returns a catalog holding the built-in types (and the example bucket type).
+func Builtin() (*Catalog, error) { return New(BuiltinTypes()...) }
+
+// A resource name as most clouds accept it: lower-case, digits and dashes.
+const nameSchema = `{"type":"string","pattern":"^[a-z][a-z0-9-]{0,62}$","description":"lower-case letters, digits and dashes; starts with a letter"}`
+
+func datastoreSchema(engine, defaultVersion string, withStorage bool) json.RawMessage {
+	storage := ""
+	if withStorage {
+		storage = `"allocatedStorageGB": {"type":"integer","minimum":5,"maximum":65536,"default":20,"description":"disk size in GiB"},`
+	}
+	return json.RawMessage(fmt.Sprintf(`{
+	"type": "object",
+	"required": ["engine"],
+	"properties": {
+		"engine": {"type":"string","enum":[%q],"description":"the database engine; fixed by the type"},
+		"name": %s,
+		"version": {"type":"string","minLength":1,"default":%q,"description":"engine version"},
+		"instanceClass": {"type":"string","minLength":1,"description":"provider machine class, e.g. db.t3.medium"},
+		%s
+		"multiAZ": {"type":"boolean","default":false,"description":"a standby in another zone"},
+		"backupRetentionDays": {"type":"integer","minimum":0,"maximum":35,"default":7}
+	}
+}`, engine, nameSchema, defaultVersion, storage))
+}
+
+var datastoreOutputs = []Output{
+	{Name: "host", Type: "string", Description: "server address"},
+	{Name: "port", Type: "integer"},
+	{Name: "username", Type: "string", Description: "administrator user"},
+	{Name: "secretRef", Type: "string", Description: "reference to the administrator password in the secret store", Secret: true},
+	{Name: "resourceID", Type: "string", Description: "the provider's identifier"},
+}
+
+// BuiltinTypes returns fresh copies of the built-in catalog entries.
+func BuiltinTypes() []Type {
+	return []Type{
+		{
+			Pair: PairPostgres, Title: "PostgreSQL database server",
+			Description: "RDS / Cloud SQL / Azure Database for PostgreSQL, or a local server.",
+			Settings:    datastoreSchema("postgres", "16", true), Outputs: datastoreOutputs,
+		},
+		{
+			Pair: PairMySQL, Title: "MySQL database server",
+			Description: "RDS / Cloud SQL / Azure Database for MySQL, or a local MariaDB server.",
+			Settings:    datastoreSchema("mysql", "8.0", true), Outputs: datastoreOutputs,
+		},
+		{
+			Pair: PairRedis, Title: "Redis cache",
+			Description: "ElastiCache / Memorystore / Azure Cache for Redis, or a local server.",
+			Settings:    datastoreSchema("redis", "7", false), Outputs: datastoreOutputs,
+		},
+		{
+			Pair: PairKubernetes, Title: "Kubernetes cluster",
+			Description: "EKS / GKE / AKS control plane with node groups; registered as a space when ready.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"required": ["name", "nodeGroups"],
+	"properties": {
+		"name": ` + nameSchema + `,
+		"version": {"type":"string","pattern":"^[0-9]+\\.[0-9]+$","default":"1.30","description":"Kubernetes minor version"},
+		"nodeGroups": {
+			"type": "array", "minItems": 1,
+			"items": {
+				"type": "object",
+				"required": ["name", "instanceType", "min", "max"],
+				"properties": {
+					"name": ` + nameSchema + `,
+					"instanceType": {"type":"string","minLength":1},
+					"min": {"type":"integer","minimum":0},
+					"max": {"type":"integer","minimum":1,"maximum":1000}
+				}
+			}
+		},
+		"vpcID": {"type":"string","minLength":1,"description":"an existing VPC; omitted, a network is created"},
+		"subnetIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true}
+	}
+}`),
+			Outputs: []Output{
+				{Name: "clusterName", Type: "string"},
+				{Name: "endpoint", Type: "string", Description: "API server URL"},
+				{Name: "spaceID", Type: "string", Description: "the space the cluster was registered as"},
+				{Name: "kubeconfigRef", Type: "string", Secret: true},
+			},
+			Check: checkKubernetes,
+		},
+		{
+			Pair: PairVMPool, Title: "VM pool",
+			Description: "VMs in a private subnet with NAT egress and an optional load balancer; no public SSH.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"required": ["name", "instanceType"],
+	"properties": {
+		"name": ` + nameSchema + `,
+		"instanceType": {"type":"string","minLength":1},
+		"min": {"type":"integer","minimum":0,"default":1},
+		"max": {"type":"integer","minimum":1,"maximum":1000,"default":1},
+		"mode": {"type":"string","enum":["fixed","asg"],"default":"fixed"},
+		"bare": {"type":"boolean","default":false,"description":"skip the NGINX bootstrap"},
+		"createLoadBalancer": {"type":"boolean","default":false},
+		"listenerPorts": {"type":"array","items":{"type":"integer","minimum":1,"maximum":65535},"uniqueItems":true,"default":[80]},
+		"healthCheckPath": {"type":"string","pattern":"^/","default":"/healthz"},
+		"healthCheckPort": {"type":"integer","minimum":1,"maximum":65535,"default":80},
+		"domain": {"type":"string","pattern":"^([a-z0-9]([a-z0-9-]*[a-z0-9])?\\.)+[a-z]{2,}$"},
+		"certificateArn": {"type":"string","minLength":1}
+	}
+}`),
+			Outputs: []Output{
+				{Name: "vmIDs", Type: "array"},
+				{Name: "privateIPs", Type: "array"},
+				{Name: "loadBalancerDNS", Type: "string"},
+				{Name: "scalingGroupID", Type: "string"},
+			},
+			Check: checkVMPool,
+		},
+		{
+			Pair: PairNetwork, Title: "Network",
+			Description: "VPC / VNet with public and private subnets, NAT and optional peering.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"cidr": {"type":"string","pattern":"^([0-9]{1,3}\\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$","default":"10.0.0.0/16"},
+		"azCount": {"type":"integer","minimum":1,"maximum":6,"default":2},
+		"existingVpcID": {"type":"string","minLength":1,"description":"adopt this VPC instead of creating one"},
+		"peerVpcIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]}
+	}
+}`),
+			Outputs: []Output{
+				{Name: "vpcID", Type: "string"},
+				{Name: "publicSubnetIDs", Type: "array"},
+				{Name: "privateSubnetIDs", Type: "array"},
+				{Name: "natGatewayIDs", Type: "array"},
+			},
+		},
+		{
+			Pair: PairRegistry, Title: "Container registry",
+			Description: "ECR / Artifact Registry / ACR repository.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"required": ["name"],
+	"properties": {"name": ` + nameSchema + `}
+}`),
+			Outputs: []Output{{Name: "url", Type: "string"}, {Name: "resourceID", Type: "string"}},
+		},
+		{
+			Pair: PairDNSZone, Title: "DNS zone",
+			Description: "Route 53 / Cloud DNS / Azure DNS zone, public or private.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"required": ["domain"],
+	"properties": {
+		"domain": {"type":"string","pattern":"^([a-z0-9]([a-z0-9-]*[a-z0-9])?\\.)+[a-z]{2,}\\.?$"},
+		"private": {"type":"boolean","default":false}
+	}
+}`),
+			Outputs: []Output{{Name: "zoneID", Type: "string"}, {Name: "nameServers", Type: "array"}},
+		},
+		{
+			Pair: PairHelmComponent, Title: "Helm component",
+			Description: "A component of the Helm catalog installed into a registered space.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"required": ["componentID"],
+	"properties": {
+		"componentID": {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"},
+		"values": {"type":"object","default":{}}
+	}
+}`),
+			Outputs: []Output{
+				{Name: "releaseName", Type: "string"},
+				{Name: "namespace", Type: "string"},
+				{Name: "chartVersion", Type: "string"},
+			},
+		},
+		{
+			Pair: PairBucket, Title: "Bucket (example provisioner)",
+			Description: "A directory per application, served by examples/provisioner; no built-in provisioner.",
+			Settings: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"mode": {"type":"string","pattern":"^0?[0-7]{3}$","default":"0755","description":"directory permission bits, octal"},
+		"description": {"type":"string","maxLength":1024,"default":""}
+	}
+}`),
+			Outputs: []Output{{Name: "path", Type: "string", Description: "the directory on the provisioner's disk"}},
+		},
+	}
+}
+
+func checkKubernetes(cfg map[string]any) []FieldError {
+	var out []FieldError
+	groups, _ := cfg["nodeGroups"].([]any)
+	seen := map[string]bool{}
+	for i, g := range groups {
+		m, _ := g.(map[string]any)
+		out = append(out, minMax(m, fmt.Sprintf("nodeGroups[%d].", i))...)
+		name, _ := m["name"].(string)
+		if seen[name] {
+			out = append(out, FieldError{Field: fmt.Sprintf("nodeGroups[%d].name", i), Rule: "unique", Message: fmt.Sprintf("node group %q appears twice", name)})
+		}
+		seen[name] = true
+	}
+	return out
+}
+
+func checkVMPool(cfg map[string]any) []FieldError {
+	out := minMax(cfg, "")
+	if lb, _ := cfg["createLoadBalancer"].(bool); !lb {
+		if _, ok := cfg["certificateArn"]; ok {
+			out = append(out, FieldError{Field: "certificateArn", Rule: "dependentRequired", Message: "a certificate needs createLoadBalancer: true"})
+		}
+	}
+	return out
+}
+
+// minMax checks min <= max; schema types were checked before, so both are numbers.
+func minMax(m map[string]any, prefix string) []FieldError {
+	lo, ok1 := number(m["min"])
+	hi, ok2 := number(m["max"])
+	if ok1 && ok2 && lo > hi {
+		return []FieldError{{Field: prefix + "min", Rule: "maximum", Message: fmt.Sprintf("min (%v) must not exceed max (%v)", lo, hi)}}
+	}
+	return nil
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	default:
+		return 0, false
+	}
+}
