@@ -1,0 +1,344 @@
+package protocol
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/catalog"
+)
+
+// Provisioner is a registered provisioner: who holds which pairs.
+type Provisioner struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	URL       string         `json:"url,omitempty"` // empty for the built-in provisioner
+	Pairs     []catalog.Pair `json:"pairs"`
+	BuiltIn   bool           `json:"builtIn"`
+	CreatedAt time.Time      `json:"createdAt"`
+}
+
+// Holds reports whether p holds pair.
+func (p *Provisioner) Holds(pair catalog.Pair) bool { return slices.Contains(p.Pairs, pair) }
+
+// ErrProvisionerNotFound is returned for an unknown provisioner id, or a pair nobody holds.
+var ErrProvisionerNotFound = errors.New("provisioner not found")
+
+// PairConflictError refuses a registration claiming a pair another provisioner holds (HTTP 409).
+type PairConflictError struct {
+	Pair       catalog.Pair
+	HolderID   string
+	HolderName string
+}
+
+func (e *PairConflictError) Error() string {
+	return fmt.Sprintf("pair %s is already held by provisioner %q (%s)", e.Pair, e.HolderName, e.HolderID)
+}
+
+// InvalidRegistrationError refuses a registration whose fields are wrong (HTTP 422).
+type InvalidRegistrationError struct{ Fields []catalog.FieldError }
+
+func (e *InvalidRegistrationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid registration: " + strings.Join(parts, "; ")
+}
+
+// UnreachableError refuses a registration whose remote did not answer GET /healthz properly
+// (HTTP 422: the URL given is wrong or the provisioner is not up).
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("provisioner at %s did not answer: %v", e.URL, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// ProvisionerStore persists registrations. InsertProvisioner must refuse, atomically, a
+// provisioner claiming a pair another one holds, returning *PairConflictError: the registry
+// checks first for a good message, but two replicas may register at once, and only the store
+// can settle that (a unique index on (kind, type)).
+type ProvisionerStore interface {
+	InsertProvisioner(ctx context.Context, p Provisioner) error
+	ListProvisioners(ctx context.Context) ([]Provisioner, error)
+	// GetProvisioner and DeleteProvisioner return ErrProvisionerNotFound for an unknown id.
+	GetProvisioner(ctx context.Context, id string) (Provisioner, error)
+	DeleteProvisioner(ctx context.Context, id string) error
+	// ProvisionerForPair returns the holder of pair, or ErrProvisionerNotFound.
+	ProvisionerForPair(ctx context.Context, pair catalog.Pair) (Provisioner, error)
+}
+
+// HealthChecker checks that a remote provisioner answers before it is registered.
+type HealthChecker interface {
+	Check(ctx context.Context, baseURL string, pairs []catalog.Pair) error
+}
+
+// RegistryOptions configure NewRegistry.
+type RegistryOptions struct {
+	// BuiltIn is Groundwork's own provisioner; it holds its pairs from start-up and cannot be
+	// removed. Its ID defaults to "builtin".
+	BuiltIn Provisioner
+	// Catalog, when set, refuses registrations for pairs it does not hold.
+	Catalog *catalog.Catalog
+	// Health checks the remote (default: GET /healthz through a Client with a 10s timeout).
+	Health HealthChecker
+	Now    func() time.Time
+}
+
+// Registry decides which provisioner holds each pair: each pair has exactly one.
+type Registry struct {
+	store   ProvisionerStore
+	builtin Provisioner
+	opts    RegistryOptions
+}
+
+// NewRegistry returns a registry over store.
+func NewRegistry(store ProvisionerStore, opts RegistryOptions) *Registry {
+	b := opts.BuiltIn
+	b.BuiltIn = true
+	b.URL = ""
+	if b.ID == "" {
+		b.ID = "builtin"
+	}
+	if b.Name == "" {
+		b.Name = "groundwork"
+	}
+	b.Pairs = slices.Clone(b.Pairs)
+	if opts.Health == nil {
+		opts.Health = HTTPHealthChecker{Timeout: 10 * time.Second}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Registry{store: store, builtin: b, opts: opts}
+}
+
+// RegisterInput is the body of POST /api/provisioners.
+type RegisterInput struct {
+	Name  string         `json:"name"`
+	URL   string         `json:"url"`
+	Pairs []catalog.Pair `json:"pairs"`
+}
+
+// Register records a remote provisioner. It refuses invalid input (*InvalidRegistrationError),
+// a pair already held (*PairConflictError, naming the pair and its holder) and a remote that
+// does not answer (*UnreachableError).
+func (r *Registry) Register(ctx context.Context, in RegisterInput) (Provisioner, error) {
+	if err := r.check(in); err != nil {
+		return Provisioner{}, err
+	}
+	for _, p := range in.Pairs {
+		if h, err := r.Lookup(ctx, p); err == nil {
+			return Provisioner{}, &PairConflictError{Pair: p, HolderID: h.ID, HolderName: h.Name}
+		} else if !errors.Is(err, ErrProvisionerNotFound) {
+			return Provisioner{}, err
+		}
+	}
+	if err := r.opts.Health.Check(ctx, in.URL, in.Pairs); err != nil {
+		return Provisioner{}, &UnreachableError{URL: in.URL, Err: err}
+	}
+	p := Provisioner{
+		ID: newID("prv_"), Name: in.Name, URL: strings.TrimRight(in.URL, "/"),
+		Pairs: slices.Clone(in.Pairs), CreatedAt: r.opts.Now().UTC(),
+	}
+	if err := r.store.InsertProvisioner(ctx, p); err != nil {
+		return Provisioner{}, fmt.Errorf("register provisioner %q: %w", in.Name, err)
+	}
+	return p, nil
+}
+
+func (r *Registry) check(in RegisterInput) error {
+	var fields []catalog.FieldError
+	if strings.TrimSpace(in.Name) == "" {
+		fields = append(fields, catalog.FieldError{Field: "name", Rule: "required", Message: "is required"})
+	}
+	if u, err := url.Parse(in.URL); in.URL == "" {
+		fields = append(fields, catalog.FieldError{Field: "url", Rule: "required", Message: "is required"})
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fields = append(fields, catalog.FieldError{Field: "url", Rule: "format", Message: "must be an http(s) URL"})
+	}
+	if len(in.Pairs) == 0 {
+		fields = append(fields, catalog.FieldError{Field: "pairs", Rule: "minItems", Message: "must name at least one pair"})
+	}
+	for i, p := range in.Pairs {
+		f := fmt.Sprintf("pairs[%d]", i)
+		if err := p.Validate(); err != nil {
+			fields = append(fields, catalog.FieldError{Field: f, Rule: "enum", Message: err.Error()})
+			continue
+		}
+		if slices.Contains(in.Pairs[:i], p) {
+			fields = append(fields, catalog.FieldError{Field: f, Rule: "uniqueItems", Message: fmt.Sprintf("%s is listed twice", p)})
+		}
+		if r.opts.Catalog != nil {
+			if _, ok := r.opts.Catalog.Get(p); !ok {
+				fields = append(fields, catalog.FieldError{Field: f, Rule: "catalog", Message: fmt.Sprintf("%s is not a type of the catalog", p)})
+			}
+		}
+	}
+	if len(fields) > 0 {
+		return &InvalidRegistrationError{Fields: fields}
+	}
+	return nil
+}
+
+// Lookup returns the provisioner holding pair, or ErrProvisionerNotFound.
+func (r *Registry) Lookup(ctx context.Context, pair catalog.Pair) (Provisioner, error) {
+	if r.builtin.Holds(pair) {
+		return r.builtin, nil
+	}
+	p, err := r.store.ProvisionerForPair(ctx, pair)
+	if err != nil {
+		return Provisioner{}, fmt.Errorf("holder of %s: %w", pair, err)
+	}
+	return p, nil
+}
+
+// List returns the built-in provisioner first, then the registered ones.
+func (r *Registry) List(ctx context.Context) ([]Provisioner, error) {
+	ps, err := r.store.ListProvisioners(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list provisioners: %w", err)
+	}
+	return append([]Provisioner{r.builtin}, ps...), nil
+}
+
+// Get returns one provisioner.
+func (r *Registry) Get(ctx context.Context, id string) (Provisioner, error) {
+	if id == r.builtin.ID {
+		return r.builtin, nil
+	}
+	p, err := r.store.GetProvisioner(ctx, id)
+	if err != nil {
+		return Provisioner{}, fmt.Errorf("provisioner %q: %w", id, err)
+	}
+	return p, nil
+}
+
+// ErrBuiltIn refuses removing the built-in provisioner (HTTP 409).
+var ErrBuiltIn = errors.New("the built-in provisioner cannot be removed")
+
+// Remove deletes a registration; its pairs become free.
+func (r *Registry) Remove(ctx context.Context, id string) error {
+	if id == r.builtin.ID {
+		return ErrBuiltIn
+	}
+	if err := r.store.DeleteProvisioner(ctx, id); err != nil {
+		return fmt.Errorf("remove provisioner %q: %w", id, err)
+	}
+	return nil
+}
+
+// HTTPHealthChecker checks a remote with GET /healthz: it must answer status ok and, when it
+// lists pairs, list every pair being registered.
+type HTTPHealthChecker struct{ Timeout time.Duration }
+
+func (h HTTPHealthChecker) Check(ctx context.Context, baseURL string, pairs []catalog.Pair) error {
+	c, err := NewClient(baseURL, ClientOptions{Timeout: h.Timeout})
+	if err != nil {
+		return err
+	}
+	hl, err := c.Health(ctx)
+	if err != nil {
+		return err
+	}
+	if len(hl.Pairs) == 0 {
+		return nil
+	}
+	for _, p := range pairs {
+		if !slices.Contains(hl.Pairs, p) {
+			return fmt.Errorf("its /healthz does not list %s", p)
+		}
+	}
+	return nil
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 10)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return prefix + hex.EncodeToString(b)
+}
+
+// MemoryStore is an in-memory ProvisionerStore for tests and single-process tools.
+type MemoryStore struct {
+	mu    sync.Mutex
+	byID  map[string]Provisioner
+	order []string
+}
+
+var _ ProvisionerStore = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{byID: map[string]Provisioner{}} }
+
+func (m *MemoryStore) InsertProvisioner(_ context.Context, p Provisioner) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.byID[p.ID]; dup {
+		return fmt.Errorf("provisioner id %q already used", p.ID)
+	}
+	for _, id := range m.order {
+		h := m.byID[id]
+		for _, pair := range p.Pairs {
+			if h.Holds(pair) {
+				return &PairConflictError{Pair: pair, HolderID: h.ID, HolderName: h.Name}
+			}
+		}
+	}
+	p.Pairs = slices.Clone(p.Pairs)
+	m.byID[p.ID] = p
+	m.order = append(m.order, p.ID)
+	return nil
+}
+
+func (m *MemoryStore) ListProvisioners(context.Context) ([]Provisioner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Provisioner, 0, len(m.order))
+	for _, id := range m.order {
+		out = append(out, m.byID[id])
+	}
+	return out, nil
+}
+
+func (m *MemoryStore) GetProvisioner(_ context.Context, id string) (Provisioner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.byID[id]
+	if !ok {
+		return Provisioner{}, ErrProvisionerNotFound
+	}
+	return p, nil
+}
+
+func (m *MemoryStore) DeleteProvisioner(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.byID[id]; !ok {
+		return ErrProvisionerNotFound
+	}
+	delete(m.byID, id)
+	m.order = slices.DeleteFunc(m.order, func(s string) bool { return s == id })
+	return nil
+}
+
+func (m *MemoryStore) ProvisionerForPair(_ context.Context, pair catalog.Pair) (Provisioner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.order {
+		if p := m.byID[id]; p.Holds(pair) {
+			return p, nil
+		}
+	}
+	return Provisioner{}, ErrProvisionerNotFound
+}
