@@ -1,0 +1,3 @@
+module github.com/groundworkhq/groundwork/examples/provisioner
+
+go 1.26
