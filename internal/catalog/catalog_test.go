@@ -209,3 +209,14 @@ func TestCatalogAddAndUnknown(t *testing.T) {
 		t.Fatalf("unknown pair: err = %v, want ErrUnknownType", err)
 	}
 }
+
+func TestFamilyForPairRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, p := range append(catalog.BuiltinPairs(), catalog.PairBucket) {
+		f := catalog.FamilyForPair(p)
+		cfg := json.RawMessage(`{"engine":"` + p.Type + `"}`)
+		if got, err := catalog.PairForJob(f, cfg); err != nil || got != p {
+			t.Errorf("PairForJob(FamilyForPair(%s) = %s) = %v, %v", p, f, got, err)
+		}
+	}
+}

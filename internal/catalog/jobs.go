@@ -65,3 +65,18 @@ func (c *Catalog) ValidateJob(family job.Family, config json.RawMessage) (Pair, 
 	}
 	return p, out, nil
 }
+
+// FamilyForPair is the inverse of PairForJob: the job family that serves pair. A pair with no
+// built-in family is its own family ("category/type"), served by a remote provisioner.
+func FamilyForPair(p Pair) job.Family {
+	for f, fp := range familyPairs {
+		if fp == p {
+			return f
+		}
+	}
+	switch p {
+	case PairPostgres, PairMySQL, PairRedis:
+		return job.FamilyDatastore
+	}
+	return job.Family(p.String())
+}

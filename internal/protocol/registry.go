@@ -342,3 +342,24 @@ func (m *MemoryStore) ProvisionerForPair(_ context.Context, pair catalog.Pair) (
 	}
 	return Provisioner{}, ErrProvisionerNotFound
 }
+
+// HTTPStatus is the status the API answers for an error from the Registry.
+func HTTPStatus(err error) int {
+	var (
+		ce *PairConflictError
+		ie *InvalidRegistrationError
+		ue *UnreachableError
+	)
+	switch {
+	case err == nil:
+		return 200
+	case errors.As(err, &ce), errors.Is(err, ErrBuiltIn):
+		return 409
+	case errors.As(err, &ie), errors.As(err, &ue):
+		return 422
+	case errors.Is(err, ErrProvisionerNotFound):
+		return 404
+	default:
+		return 500
+	}
+}

@@ -168,3 +168,26 @@ func TestMemoryStoreSettlesRaces(t *testing.T) {
 		t.Fatalf("err = %v, want conflict with a", err)
 	}
 }
+
+func TestHTTPStatus(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		err  error
+		want int
+	}{
+		"conflict":  {&protocol.PairConflictError{Pair: catalog.PairBucket}, 409},
+		"built-in":  {protocol.ErrBuiltIn, 409},
+		"invalid":   {&protocol.InvalidRegistrationError{}, 422},
+		"down":      {&protocol.UnreachableError{URL: "http://x", Err: errors.New("refused")}, 422},
+		"not found": {errors.Join(errors.New("x"), protocol.ErrProvisionerNotFound), 404},
+		"other":     {errors.New("db down"), 500},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if got := protocol.HTTPStatus(tc.err); got != tc.want {
+				t.Fatalf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
