@@ -1,0 +1,422 @@
+// Package sqlstore implements store.Store over database/sql. SQLite and PostgreSQL share it;
+// what differs between them (the claim query, notifications, migrations) comes in a Dialect.
+// Times are stored as Unix milliseconds so that both databases compare them the same way and
+// every comparison takes "now" as a parameter.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+// Dialect carries what one database does differently.
+type Dialect struct {
+	Name string
+	// ClaimSQL leases due jobs: $1 owner, $2 now (ms), $3 limit. It returns jobColumns.
+	ClaimSQL string
+	// JSON wraps a placeholder for a JSON column (PostgreSQL casts to jsonb).
+	JSON func(placeholder string) string
+	// Notify, if set, runs after a write that may make a job due, so other replicas wake.
+	Notify func(ctx context.Context, db *sql.DB) error
+}
+
+// Store is store.Store over a *sql.DB.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
+
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New wraps db. The caller has applied migrations.
+func New(db *sql.DB, d Dialect) *Store {
+	if d.JSON == nil {
+		d.JSON = func(p string) string { return p }
+	}
+	return &Store{db: db, dialect: d, subs: map[chan struct{}]struct{}{}}
+}
+
+// DB exposes the handle for the implementation packages (LISTEN, migrations, dumps in tests).
+func (s *Store) DB() *sql.DB { return s.db }
+
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+func (s *Store) Close() error { return s.db.Close() }
+
+// JobColumns is the column list every job query returns, in scanJob's order.
+const JobColumns = `id, org_id, space_id, kind, family, provider, mode, name, tags, subject_type, subject_id,
+	config, infra, steps, status, phase, cancel_requested, failure, lease_owner, lease_token,
+	lease_expires_at, lease_ttl_ms, next_run_at, version, created_at, updated_at`
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(r scanner) (*job.Job, error) {
+	var (
+		j                                   job.Job
+		tags, config, infra, steps, failure sql.NullString
+		cancel                              int64
+		leaseExp                            sql.NullInt64
+		ttl, next, created, updated         int64
+	)
+	err := r.Scan(&j.ID, &j.OrgID, &j.SpaceID, &j.Kind, &j.Family, &j.Provider, &j.Mode, &j.Name, &tags,
+		&j.SubjectType, &j.SubjectID, &config, &infra, &steps, &j.Status, &j.Phase, &cancel, &failure,
+		&j.LeaseOwner, &j.LeaseToken, &leaseExp, &ttl, &next, &j.Version, &created, &updated)
+	if err != nil {
+		return nil, err
+	}
+	j.CancelRequested = cancel != 0
+	j.LeaseTTL = time.Duration(ttl) * time.Millisecond
+	j.NextRunAt, j.CreatedAt, j.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	if leaseExp.Valid {
+		t := fromMS(leaseExp.Int64)
+		j.LeaseExpiresAt = &t
+	}
+	j.Config = json.RawMessage(orDefault(config, "{}"))
+	j.Infra = json.RawMessage(orDefault(infra, "{}"))
+	if tags.Valid && tags.String != "" && tags.String != "null" {
+		if err := json.Unmarshal([]byte(tags.String), &j.Tags); err != nil {
+			return nil, fmt.Errorf("decode tags of %s: %w", j.ID, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(orDefault(steps, "[]")), &j.Steps); err != nil {
+		return nil, fmt.Errorf("decode steps of %s: %w", j.ID, err)
+	}
+	if failure.Valid && failure.String != "" && failure.String != "null" {
+		j.Failure = &job.Failure{}
+		if err := json.Unmarshal([]byte(failure.String), j.Failure); err != nil {
+			return nil, fmt.Errorf("decode failure of %s: %w", j.ID, err)
+		}
+	}
+	return &j, nil
+}
+
+func orDefault(v sql.NullString, def string) string {
+	if !v.Valid || v.String == "" {
+		return def
+	}
+	return v.String
+}
+
+func jsonText(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+func rawText(raw json.RawMessage, def string) string {
+	if len(raw) == 0 {
+		return def
+	}
+	return string(raw)
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Store) CreateJob(ctx context.Context, p *store.CreateJobParams) (*job.Job, error) {
+	j := p.Job
+	tags, err := jsonText(j.Tags)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := jsonText(j.Steps)
+	if err != nil {
+		return nil, err
+	}
+	var failure any
+	if j.Failure != nil {
+		f, err := jsonText(j.Failure)
+		if err != nil {
+			return nil, err
+		}
+		failure = f
+	}
+	js := s.dialect.JSON
+	q := fmt.Sprintf(`INSERT INTO provisioning_jobs (id, org_id, space_id, kind, family, provider, mode, name, tags,
+		subject_type, subject_id, config, infra, steps, status, phase, cancel_requested, failure, lease_owner,
+		lease_token, lease_expires_at, lease_ttl_ms, next_run_at, version, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, %s, $10, $11, %s, %s, %s, $15, $16, 0, %s, '', 0, NULL, $18, $19, 1, $20, $20)
+		RETURNING `+JobColumns, js("$9"), js("$12"), js("$13"), js("$14"), js("$17"))
+	row := s.db.QueryRowContext(ctx, q, j.ID, j.OrgID, j.SpaceID, j.Kind, j.Family, j.Provider, j.Mode, j.Name, tags,
+		j.SubjectType, j.SubjectID, rawText(j.Config, "{}"), rawText(j.Infra, "{}"), steps, j.Status, j.Phase,
+		failure, j.LeaseTTL.Milliseconds(), ms(j.NextRunAt), ms(p.Now))
+	out, err := scanJob(row)
+	if err != nil {
+		return nil, fmt.Errorf("insert job: %w", err)
+	}
+	if out.Status == job.StatusQueued {
+		s.wake(ctx)
+	}
+	return out, nil
+}
+
+func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error) {
+	q := `SELECT ` + JobColumns + ` FROM provisioning_jobs WHERE id = $1 AND ($2 = '' OR org_id = $2)`
+	j, err := scanJob(s.db.QueryRowContext(ctx, q, p.ID, p.OrgID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job: %w", err)
+	}
+	return j, nil
+}
+
+func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.JobPage, error) {
+	limit := p.Limit
+	if limit <= 0 || limit > 500 {
+		limit = 50
+	}
+	// Newest first; ids are ULIDs, so id order is creation order and makes a stable cursor.
+	q := `SELECT ` + JobColumns + ` FROM provisioning_jobs
+		WHERE org_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR family = $3)
+		AND ($4 = '' OR space_id = $4) AND ($5 = '' OR id < $5)
+		ORDER BY id DESC LIMIT $6`
+	rows, err := s.db.QueryContext(ctx, q, p.OrgID, string(p.Status), string(p.Family), p.SpaceID, p.After, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	page := &store.JobPage{}
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: %w", err)
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	if len(page.Jobs) > limit {
+		page.Jobs = page.Jobs[:limit]
+		page.Next = page.Jobs[limit-1].ID
+	}
+	return page, nil
+}
+
+func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*job.Job, error) {
+	// Column names come from this fixed list, never from input; values are parameters.
+	sets := []string{}
+	args := []any{}
+	add := func(col string, v any, isJSON bool) {
+		args = append(args, v)
+		ph := fmt.Sprintf("$%d", len(args))
+		if isJSON {
+			ph = s.dialect.JSON(ph)
+		}
+		sets = append(sets, col+" = "+ph)
+	}
+	if p.Name != nil {
+		add("name", *p.Name, false)
+	}
+	if p.Tags != nil {
+		t, err := jsonText(p.Tags)
+		if err != nil {
+			return nil, err
+		}
+		add("tags", t, true)
+	}
+	if p.Status != nil {
+		add("status", string(*p.Status), false)
+	}
+	if p.Phase != nil {
+		add("phase", string(*p.Phase), false)
+	}
+	if p.CancelRequested != nil {
+		add("cancel_requested", boolInt(*p.CancelRequested), false)
+	}
+	if p.Steps != nil {
+		t, err := jsonText(p.Steps)
+		if err != nil {
+			return nil, err
+		}
+		add("steps", t, true)
+	}
+	if p.Failure != nil {
+		t, err := jsonText(p.Failure)
+		if err != nil {
+			return nil, err
+		}
+		add("failure", t, true)
+	} else if p.ClearFailure {
+		sets = append(sets, "failure = NULL")
+	}
+	if p.Config != nil {
+		add("config", string(p.Config), true)
+	}
+	if p.NextRunAt != nil {
+		add("next_run_at", ms(*p.NextRunAt), false)
+	}
+	add("updated_at", ms(p.Now), false)
+	args = append(args, p.ID, p.OrgID, p.Version)
+	n := len(args)
+	q := fmt.Sprintf(`UPDATE provisioning_jobs SET %s, version = version + 1
+		WHERE id = $%d AND ($%d = '' OR org_id = $%d) AND version = $%d RETURNING `+JobColumns,
+		strings.Join(sets, ", "), n-2, n-1, n-1, n)
+	j, err := scanJob(s.db.QueryRowContext(ctx, q, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, gerr := s.GetJob(ctx, &store.GetJobParams{OrgID: p.OrgID, ID: p.ID}); gerr != nil {
+			return nil, gerr
+		}
+		return nil, store.ErrVersionConflict
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update job: %w", err)
+	}
+	if j.Status == job.StatusQueued {
+		s.wake(ctx)
+	}
+	return j, nil
+}
+
+func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job.Job, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, s.dialect.ClaimSQL, p.Owner, ms(p.Now), p.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []*job.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("claim jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
+	steps, err := jsonText(p.Steps)
+	if err != nil {
+		return nil, err
+	}
+	var failure any
+	if p.Failure != nil {
+		f, err := jsonText(p.Failure)
+		if err != nil {
+			return nil, err
+		}
+		failure = f
+	}
+	js := s.dialect.JSON
+	// The fencing token in the WHERE clause is what makes a worker that lost its lease (paused,
+	// partitioned, slow) unable to write: a newer claim has bumped the token.
+	q := fmt.Sprintf(`UPDATE provisioning_jobs SET steps = %s, infra = %s, status = $3, phase = $4, failure = %s,
+		next_run_at = $6,
+		lease_owner = CASE WHEN $7 = 1 THEN '' ELSE lease_owner END,
+		lease_expires_at = CASE WHEN $7 = 1 THEN NULL ELSE $8 + lease_ttl_ms END,
+		version = version + 1, updated_at = $8
+		WHERE id = $9 AND lease_token = $10 AND status = 'running'
+		RETURNING `+JobColumns, js("$1"), js("$2"), js("$5"))
+	row := s.db.QueryRowContext(ctx, q, steps, rawText(p.Infra, "{}"), string(p.Status), string(p.Phase), failure,
+		ms(p.NextRunAt), boolInt(p.Release), ms(p.Now), p.ID, p.LeaseToken)
+	j, err := scanJob(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrLeaseLost
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", p.ID, err)
+	}
+	if p.Release && p.Status == job.StatusQueued {
+		s.wake(ctx)
+	}
+	return j, nil
+}
+
+func (s *Store) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time.Time, error) {
+	var exp int64
+	err := s.db.QueryRowContext(ctx, `UPDATE provisioning_jobs SET lease_expires_at = $1 + lease_ttl_ms
+		WHERE id = $2 AND lease_token = $3 AND status = 'running' RETURNING lease_expires_at`,
+		ms(p.Now), p.ID, p.LeaseToken).Scan(&exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, store.ErrLeaseLost
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("renew lease %s: %w", p.ID, err)
+	}
+	return fromMS(exp), nil
+}
+
+func (s *Store) CountJobs(ctx context.Context) (map[job.Status]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM provisioning_jobs GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[job.Status]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		out[job.Status(st)] = n
+	}
+	return out, rows.Err()
+}
+
+// wake tells local subscribers, and other replicas where the dialect can, that work may be due.
+func (s *Store) wake(ctx context.Context) {
+	s.Broadcast()
+	if s.dialect.Notify != nil {
+		// A lost notification only delays other replicas until their next poll.
+		_ = s.dialect.Notify(ctx, s.db)
+	}
+}
+
+// Broadcast signals local subscribers without notifying other replicas (the PostgreSQL
+// listener calls it when a notification arrives).
+func (s *Store) Broadcast() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.subs[ch] = struct{}{}
+	s.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		delete(s.subs, ch)
+		s.mu.Unlock()
+	}()
+	return ch
+}
