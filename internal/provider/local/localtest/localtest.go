@@ -1,0 +1,108 @@
+// Package localtest holds test helpers for code that runs local datastore servers.
+package localtest
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/provider/local"
+)
+
+// RequireEngine skips the test when e's server binaries are missing, and fails it in CI
+// (CI=true), where scripts/setup.d/20-datastores.sh installs them.
+func RequireEngine(t *testing.T, e datastore.Engine) {
+	t.Helper()
+	p, err := local.New(local.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Installed(context.Background(), e); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s server not installed in CI: %v", e, err)
+		}
+		t.Skipf("%s server not installed: %v", e, err)
+	}
+}
+
+// DataDir returns a temporary data dir that the postgres account can reach when the test runs
+// as root (t.TempDir's parents are 0700).
+func DataDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	if os.Geteuid() == 0 {
+		for _, p := range []string{d, filepath.Dir(d)} {
+			if err := os.Chmod(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return d
+}
+
+// WaitReady polls Ready until the server answers, failing after a minute.
+func WaitReady(t *testing.T, p *local.Provider, jobID, pw string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ok, err := p.Ready(context.Background(), jobID, pw)
+		if err != nil {
+			t.Fatalf("Ready: %v", err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server of %s not ready after a minute", jobID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// WaitGone polls until pid no longer runs (or is a zombie).
+func WaitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Alive reports whether pid runs and is not a zombie.
+func Alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+}
+
+// AssertNotOnDisk fails when any file under dir holds one of the values.
+func AssertNotOnDisk(t *testing.T, dir string, values ...string) {
+	t.Helper()
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		for _, v := range values {
+			if v != "" && bytes.Contains(b, []byte(v)) {
+				t.Errorf("%s holds a secret value in clear", p)
+			}
+		}
+		return nil
+	})
+}
