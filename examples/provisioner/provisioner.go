@@ -272,7 +272,11 @@ func (p *provisioner) observe(app string) resource {
 
 func (p *provisioner) handlePlan(w http.ResponseWriter, r *http.Request) {
 	failed := func(f failure) any {
-		return map[string]any{"outcome": "failed", "changes": []change{}, "reason": f.Reason, "code": f.Code, "fixHint": f.FixHint}
+		return struct {
+			Outcome string   `json:"outcome"`
+			Changes []change `json:"changes"`
+			failure
+		}{"failed", []change{}, f}
 	}
 	req, ok := decode(w, r, failed)
 	if !ok {
@@ -311,7 +315,10 @@ func (p *provisioner) handlePlan(w http.ResponseWriter, r *http.Request) {
 
 func (p *provisioner) handleApply(w http.ResponseWriter, r *http.Request) {
 	failed := func(f failure) any {
-		return map[string]any{"outcome": "failed", "reason": f.Reason, "code": f.Code, "fixHint": f.FixHint}
+		return struct {
+			Outcome string `json:"outcome"`
+			failure
+		}{"failed", f}
 	}
 	req, ok := decode(w, r, failed)
 	if !ok {
@@ -427,7 +434,12 @@ func (p *provisioner) work(so savedOp) error {
 
 func (p *provisioner) handleInspect(w http.ResponseWriter, r *http.Request) {
 	failed := func(f failure) any {
-		return map[string]any{"outcome": "failed", "resources": []resource{}, "drift": []drift{}, "reason": f.Reason, "code": f.Code}
+		return struct {
+			Outcome   string     `json:"outcome"`
+			Resources []resource `json:"resources"`
+			Drift     []drift    `json:"drift"`
+			failure
+		}{"failed", []resource{}, []drift{}, f}
 	}
 	req, ok := decode(w, r, failed)
 	if !ok {

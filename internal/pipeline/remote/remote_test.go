@@ -119,6 +119,10 @@ func TestJobSurvivesProvisionerCrash(t *testing.T) {
 			t.Fatalf("%s after restart: %v", name, err)
 		}
 	}
+	var after string
+	if _, err := (&pipeline.Run{Job: j}).Infra(remote.KeyOperation, &after); err != nil || after != opID {
+		t.Fatalf("operation after restart = %q, want %q: the provisioner must resume it, not start anew", after, opID)
+	}
 	fi, err := os.Stat(b.proc.BucketDir("job_01crashtest"))
 	if err != nil || fi.Mode().Perm() != 0o750 {
 		t.Fatalf("bucket after the job: %v, %v; want a directory with mode 0750", fi, err)
