@@ -17,13 +17,18 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// claimSQL leases due jobs in one statement; SQLite has one writer at a time, so no row locks
+// claimSQL leases due jobs in one statement. The two arms are separate so that each walks its
+// own index instead of scanning the table; SQLite has one writer at a time, so no row locks
 // are needed for two claimers not to take the same job.
 const claimSQL = `UPDATE provisioning_jobs SET status = 'running', lease_owner = $1, lease_token = lease_token + 1,
 	lease_expires_at = $2 + lease_ttl_ms, version = version + 1, updated_at = $2
-	WHERE id IN (SELECT id FROM provisioning_jobs
-		WHERE (status = 'queued' AND next_run_at <= $2) OR (status = 'running' AND lease_expires_at < $2)
-		ORDER BY next_run_at, id LIMIT $3)
+	WHERE id IN (
+		SELECT id FROM (SELECT id FROM provisioning_jobs WHERE status = 'queued' AND next_run_at <= $2
+			ORDER BY next_run_at LIMIT $3)
+		UNION ALL
+		SELECT id FROM (SELECT id FROM provisioning_jobs WHERE status = 'running' AND lease_expires_at < $2
+			ORDER BY lease_expires_at LIMIT $3)
+		LIMIT $3)
 	RETURNING ` + sqlstore.JobColumns
 
 // Open opens (creating if needed) the database file at path and applies migrations.

@@ -166,7 +166,7 @@ func (s *Store) CreateJob(ctx context.Context, p *store.CreateJobParams) (*job.J
 	if err != nil {
 		return nil, fmt.Errorf("insert job: %w", err)
 	}
-	if out.Status == job.StatusQueued {
+	if out.Status == job.StatusQueued && !out.NextRunAt.After(p.Now) {
 		s.wake(ctx)
 	}
 	return out, nil
@@ -286,7 +286,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*job.J
 	if err != nil {
 		return nil, fmt.Errorf("update job: %w", err)
 	}
-	if j.Status == job.StatusQueued {
+	if j.Status == job.StatusQueued && !j.NextRunAt.After(p.Now) {
 		s.wake(ctx)
 	}
 	return j, nil
@@ -347,7 +347,9 @@ func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", p.ID, err)
 	}
-	if p.Release && p.Status == job.StatusQueued {
+	// A job released to wait for a cloud resource is not due yet: waking everyone for it would
+	// only cost a claim query per replica.
+	if p.Release && p.Status == job.StatusQueued && !p.NextRunAt.After(p.Now) {
 		s.wake(ctx)
 	}
 	return j, nil

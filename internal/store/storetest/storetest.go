@@ -206,7 +206,7 @@ func testClaimDue(t *testing.T, s store.Store) {
 		!c.LeaseExpiresAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("claimed job lease: %+v", c)
 	}
-	again, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w2", Now: t0.Add(30 * time.Second), Limit: 10})
+	again := claim(t, s, store.ClaimJobsParams{Owner: "w2", Now: t0.Add(30 * time.Second), Limit: 10})
 	if len(again) != 0 {
 		t.Fatalf("a held lease was claimed again")
 	}
@@ -215,7 +215,7 @@ func testClaimDue(t *testing.T, s store.Store) {
 func testClaimExpired(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
-	first, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
+	first := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
 	if len(first) != 1 {
 		t.Fatal("no claim")
 	}
@@ -229,15 +229,14 @@ func testClaimExpired(t *testing.T, s store.Store) {
 }
 
 func testClaimLimit(t *testing.T, s store.Store) {
-	ctx := context.Background()
 	for i := 0; i < 5; i++ {
 		mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0.Add(-time.Duration(i)*time.Second)))
 	}
-	got, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w", Now: t0, Limit: 3})
+	got := claim(t, s, store.ClaimJobsParams{Owner: "w", Now: t0, Limit: 3})
 	if len(got) != 3 {
 		t.Fatalf("claimed %d, want 3", len(got))
 	}
-	rest, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w", Now: t0, Limit: 10})
+	rest := claim(t, s, store.ClaimJobsParams{Owner: "w", Now: t0, Limit: 10})
 	if len(rest) != 2 {
 		t.Fatalf("claimed %d more, want 2", len(rest))
 	}
@@ -291,8 +290,8 @@ func testConcurrentClaims(t *testing.T, s store.Store) {
 func testCheckpointFencing(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
-	old, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
-	cur, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w2", Now: t0.Add(2 * time.Minute), Limit: 1})
+	old := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
+	cur := claim(t, s, store.ClaimJobsParams{Owner: "w2", Now: t0.Add(2 * time.Minute), Limit: 1})
 	if len(old) != 1 || len(cur) != 1 {
 		t.Fatal("setup claims failed")
 	}
@@ -317,10 +316,10 @@ func testCheckpointFencing(t *testing.T, s store.Store) {
 	if err != nil || rel.LeaseOwner != "" || rel.LeaseExpiresAt != nil || rel.Status != job.StatusQueued {
 		t.Fatalf("release: %v %+v", err, rel)
 	}
-	if none, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w3", Now: now, Limit: 1}); len(none) != 0 {
+	if none := claim(t, s, store.ClaimJobsParams{Owner: "w3", Now: now, Limit: 1}); len(none) != 0 {
 		t.Fatal("a waiting job was claimed before its next run")
 	}
-	if due, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w3", Now: later, Limit: 1}); len(due) != 1 {
+	if due := claim(t, s, store.ClaimJobsParams{Owner: "w3", Now: later, Limit: 1}); len(due) != 1 {
 		t.Fatal("a waiting job was not claimed when due")
 	}
 	if _, err := s.Checkpoint(ctx, &store.CheckpointParams{ID: cur[0].ID, LeaseToken: cur[0].LeaseToken, Now: later,
@@ -332,12 +331,12 @@ func testCheckpointFencing(t *testing.T, s store.Store) {
 func testRenew(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
-	c, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
+	c := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
 	exp, err := s.RenewLease(ctx, &store.RenewLeaseParams{ID: c[0].ID, LeaseToken: c[0].LeaseToken, Now: t0.Add(50 * time.Second)})
 	if err != nil || !exp.Equal(t0.Add(110*time.Second)) {
 		t.Fatalf("renew: %v %v", exp, err)
 	}
-	if got, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w2", Now: t0.Add(100 * time.Second), Limit: 1}); len(got) != 0 {
+	if got := claim(t, s, store.ClaimJobsParams{Owner: "w2", Now: t0.Add(100 * time.Second), Limit: 1}); len(got) != 0 {
 		t.Fatal("renewed lease was taken")
 	}
 	if _, err := s.RenewLease(ctx, &store.RenewLeaseParams{ID: c[0].ID, LeaseToken: c[0].LeaseToken + 7, Now: t0}); !errors.Is(err, store.ErrLeaseLost) {
@@ -348,7 +347,7 @@ func testRenew(t *testing.T, s store.Store) {
 func testUpdateKeepsLease(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
-	c, _ := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
+	c := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: 1})
 	yes := true
 	up, err := s.UpdateJob(ctx, &store.UpdateJobParams{OrgID: "org1", ID: c[0].ID, Version: c[0].Version, CancelRequested: &yes, Now: t0})
 	if err != nil || !up.CancelRequested || up.LeaseToken != c[0].LeaseToken || up.LeaseOwner != "w1" {
@@ -448,4 +447,13 @@ func WakeAcross(t *testing.T, a, b store.Store) {
 			t.Fatal("replica b never woke")
 		}
 	}
+}
+
+func claim(t *testing.T, s store.Store, p store.ClaimJobsParams) []*job.Job {
+	t.Helper()
+	got, err := s.ClaimJobs(context.Background(), &p)
+	if err != nil {
+		t.Fatalf("ClaimJobs: %v", err)
+	}
+	return got
 }

@@ -1,0 +1,194 @@
+// Package engine is the reconciler: it claims due jobs with a lease, runs one step at a time,
+// checkpoints each result under the lease's fencing token, and lets go of the job whenever it
+// has to wait, so that a handful of workers can carry thousands of jobs.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+// Store is what the engine needs of the ledger.
+type Store interface {
+	ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job.Job, error)
+	Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error)
+	RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time.Time, error)
+	Wakeups(ctx context.Context) <-chan struct{}
+}
+
+// Config configures an Engine. Zero values take the defaults in New.
+type Config struct {
+	Store     Store
+	Pipelines *pipeline.Registry
+	// Owner names this replica in leases (host and pid is a good choice).
+	Owner   string
+	Workers int
+	// PollInterval is the fallback when no wake-up arrives.
+	PollInterval time.Duration
+	// MaxAttempts bounds transient retries of one step before the job fails as retryable.
+	MaxAttempts int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// ShutdownGrace is how long running steps may finish after Run's context ends before they
+	// are interrupted and their jobs handed back.
+	ShutdownGrace time.Duration
+	Now           func() time.Time
+	Logger        *slog.Logger
+	Metrics       *Metrics
+	// Events, if set, is told of every committed change.
+	Events Publisher
+}
+
+// Publisher receives committed job changes (the API streams them as server-sent events).
+type Publisher interface {
+	Publish(j *job.Job)
+}
+
+// Engine runs jobs.
+type Engine struct {
+	cfg Config
+	log *slog.Logger
+
+	// hardStop is cancelled when the shutdown grace runs out; running steps see it.
+	hardCtx  context.Context
+	hardStop context.CancelFunc
+
+	// draining is closed when shutdown begins: no new claims, jobs are handed back at their
+	// next step boundary, and readiness reports false.
+	draining  chan struct{}
+	drainOnce sync.Once
+}
+
+// New checks cfg and fills in defaults.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Pipelines == nil {
+		return nil, errors.New("engine: Store and Pipelines are required")
+	}
+	if cfg.Owner == "" {
+		return nil, errors.New("engine: Owner is required")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 2 * time.Second
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = time.Second
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 5 * time.Minute
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	hard, stop := context.WithCancel(context.Background())
+	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "engine", "owner", cfg.Owner), hardCtx: hard, hardStop: stop, draining: make(chan struct{})}, nil
+}
+
+// Run claims and runs jobs until ctx ends, then shuts down gracefully: no new claims, running
+// steps get ShutdownGrace to finish, and every job still held is handed back (queued, lease
+// released) so another replica takes it at once.
+func (e *Engine) Run(ctx context.Context) error {
+	wake := e.cfg.Store.Wakeups(ctx)
+	poll := time.NewTicker(e.cfg.PollInterval)
+	defer poll.Stop()
+	freed := make(chan struct{}, e.cfg.Workers)
+	var wg sync.WaitGroup
+	busy := 0
+	for {
+		for busy < e.cfg.Workers && ctx.Err() == nil {
+			free := e.cfg.Workers - busy
+			jobs, err := e.cfg.Store.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: e.cfg.Now(), Limit: free})
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Error("claim failed", "error", err)
+				}
+				break
+			}
+			for _, j := range jobs {
+				busy++
+				wg.Add(1)
+				go func(j *job.Job) {
+					defer wg.Done()
+					e.work(j)
+					freed <- struct{}{}
+				}(j)
+			}
+			if len(jobs) < free {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return e.shutdown(&wg)
+		case <-wake:
+		case <-poll.C:
+		case <-freed:
+			busy--
+		}
+	}
+}
+
+func (e *Engine) shutdown(wg *sync.WaitGroup) error {
+	e.drainOnce.Do(func() { close(e.draining) })
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(e.cfg.ShutdownGrace):
+		e.log.Warn("shutdown grace ran out; interrupting running steps")
+		e.hardStop()
+		<-done
+		return nil
+	}
+}
+
+func (e *Engine) isStopping() bool {
+	select {
+	case <-e.draining:
+		return true
+	default:
+		return false
+	}
+}
+
+// Draining is closed once shutdown has begun.
+func (e *Engine) Draining() <-chan struct{} { return e.draining }
+
+// backoff returns the pause before transient attempt n+1: exponential, capped, with jitter so
+// that jobs failing together do not retry together.
+func (e *Engine) backoff(attempt int) time.Duration {
+	d := e.cfg.BackoffBase
+	for i := 1; i < attempt && d < e.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	if d > e.cfg.BackoffMax {
+		d = e.cfg.BackoffMax
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }
