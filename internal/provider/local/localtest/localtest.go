@@ -4,12 +4,19 @@ package localtest
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"fmt"
+	"net"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
@@ -105,4 +112,76 @@ func AssertNotOnDisk(t *testing.T, dir string, values ...string) {
 		}
 		return nil
 	})
+}
+
+// StartServer starts a server for e in a fresh data dir and waits until it is ready; it is
+// deleted when the test ends.
+func StartServer(t *testing.T, e datastore.Engine) (local.Server, string) {
+	t.Helper()
+	RequireEngine(t, e)
+	p, err := local.New(local.Options{DataDir: DataDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := datastore.GeneratePassword()
+	s, err := p.Ensure(context.Background(), local.ServerSpec{JobID: "job_test", Engine: e, AdminPassword: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Delete(context.Background(), "job_test") })
+	WaitReady(t, p, "job_test", pw)
+	return s, pw
+}
+
+// WriteRead connects as c, writes a value and reads it back, returning the first error.
+// For redis the key is "<c.Database>:greeting", inside the ACL user's allowed prefix.
+func WriteRead(ctx context.Context, c datastore.Conn) error {
+	switch c.Engine {
+	case datastore.EnginePostgres:
+		cfg, err := pgx.ParseConfig("")
+		if err != nil {
+			return err
+		}
+		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = c.Host, uint16(c.Port), c.User, c.Password, c.Database
+		cfg.TLSConfig, cfg.Fallbacks = nil, nil
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close(ctx) }()
+		if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS greeting (v text)"); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO greeting VALUES ($1)", "hello"); err != nil {
+			return err
+		}
+		var v string
+		return conn.QueryRow(ctx, "SELECT v FROM greeting LIMIT 1").Scan(&v)
+	case datastore.EngineMySQL:
+		cfg := mysql.NewConfig()
+		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = c.User, c.Password, "tcp", net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), c.Database
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return err
+		}
+		db := sql.OpenDB(connector)
+		defer func() { _ = db.Close() }()
+		if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS greeting (v text)"); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO greeting VALUES (?)", "hello"); err != nil {
+			return err
+		}
+		var v string
+		return db.QueryRowContext(ctx, "SELECT v FROM greeting LIMIT 1").Scan(&v)
+	case datastore.EngineRedis:
+		rc := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(c.Host, strconv.Itoa(c.Port)), Username: c.User, Password: c.Password, MaxRetries: -1, DisableIdentity: true})
+		defer func() { _ = rc.Close() }()
+		key := c.Database + ":greeting"
+		if err := rc.Set(ctx, key, "hello", 0).Err(); err != nil {
+			return err
+		}
+		return rc.Get(ctx, key).Err()
+	}
+	return fmt.Errorf("unknown engine %q", c.Engine)
 }
