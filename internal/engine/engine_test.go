@@ -196,8 +196,8 @@ func TestFailureClasses(t *testing.T) {
 		retryable  bool
 		wantFixing string
 	}{
-		"user action fails at once": {fault.UserAction(errors.New("denied"), "AccessDenied", "grant ec2:CreateVpc", "https://console/iam"), job.ClassUserAction, 1, false, "grant ec2:CreateVpc"},
-		"system fails at once":      {errors.New("nil pointer in our code"), job.ClassSystem, 1, false, ""},
+		"user action fails at once":              {fault.UserAction(errors.New("denied"), "AccessDenied", "grant ec2:CreateVpc", "https://console/iam"), job.ClassUserAction, 1, false, "grant ec2:CreateVpc"},
+		"system fails at once":                   {errors.New("nil pointer in our code"), job.ClassSystem, 1, false, ""},
 		"transient retried then fails retryable": {fault.Transient(errors.New("Throttling")), job.ClassTransient, 3, true, ""},
 	}
 	for name, tc := range cases {
