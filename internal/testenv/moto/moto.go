@@ -76,6 +76,9 @@ func Start(ctx context.Context) (*Server, error) {
 	// Not CommandContext: the server must outlive the start-up context.
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = out, out
+	// Real accounts have AWS managed policies (AmazonSSMManagedInstanceCore, ...); moto loads them
+	// only when asked.
+	cmd.Env = append(os.Environ(), "MOTO_IAM_LOAD_MANAGED_POLICIES=true")
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start moto_server: %w", err)
 	}
