@@ -1,0 +1,224 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+)
+
+func newJobs(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "jobs", Short: "Create, follow and manage provisioning jobs"}
+	var file string
+	var watch bool
+	create := &cobra.Command{
+		Use:   "create -f spec.yaml",
+		Short: "Create a job from a YAML or JSON spec ({spaceID, kind, mode, draft, config})",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			body, err := readSpec(file)
+			if err != nil {
+				return err
+			}
+			var j job.Job
+			if err := g.client().Do(ctxOf(cmd), "POST", "/api/provisioning-jobs", body, &j); err != nil {
+				return err
+			}
+			if !watch {
+				return g.printJob(cmd.OutOrStdout(), &j)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s\n", j.ID)
+			return g.watch(cmd, j.ID)
+		},
+	}
+	create.Flags().StringVarP(&file, "file", "f", "", "spec file (- for standard input)")
+	create.Flags().BoolVar(&watch, "watch", false, "follow the job's progress until it settles")
+	_ = create.MarkFlagRequired("file")
+
+	var status, kind, space string
+	var limit int
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			for k, v := range map[string]string{"status": status, "kind": kind, "spaceID": space} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if limit > 0 {
+				q.Set("limit", fmt.Sprint(limit))
+			}
+			var page struct {
+				Data       []*job.Job `json:"data"`
+				NextCursor string     `json:"nextCursor"`
+			}
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioning-jobs?"+q.Encode(), nil, &page); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), page, []string{"ID", "KIND", "STATUS", "PHASE", "PROGRESS", "SPACE", "NAME"}, func(add func(...any)) {
+				for _, j := range page.Data {
+					add(j.ID, j.Family, j.Status, j.Phase, progress(j), j.SpaceID, j.Name)
+				}
+			})
+		},
+	}
+	list.Flags().StringVar(&status, "status", "", "filter by status")
+	list.Flags().StringVar(&kind, "kind", "", "filter by kind")
+	list.Flags().StringVar(&space, "space", "", "filter by space ID")
+	list.Flags().IntVar(&limit, "limit", 0, "page size")
+
+	get := &cobra.Command{
+		Use: "get JOB_ID", Short: "Show a job", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var j job.Job
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioning-jobs/"+args[0], nil, &j); err != nil {
+				return err
+			}
+			return g.printJob(cmd.OutOrStdout(), &j)
+		},
+	}
+	retry := &cobra.Command{
+		Use: "retry JOB_ID", Short: "Retry a failed job from the step that failed", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var j job.Job
+			if err := g.client().Do(ctxOf(cmd), "POST", "/api/provisioning-jobs/"+args[0]+"/retry", nil, &j); err != nil {
+				return err
+			}
+			return g.printJob(cmd.OutOrStdout(), &j)
+		},
+	}
+	cancel := &cobra.Command{
+		Use: "cancel JOB_ID", Short: "Cancel a job that has not completed (finished steps are undone)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var cur job.Job
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioning-jobs/"+args[0], nil, &cur); err != nil {
+				return err
+			}
+			if cur.Status == job.StatusCompleted {
+				return fmt.Errorf("job %s has completed; use 'groundwork jobs delete %s' to tear it down", cur.ID, cur.ID)
+			}
+			return g.deleteJob(cmd, args[0])
+		},
+	}
+	del := &cobra.Command{
+		Use: "delete JOB_ID", Short: "Tear down what a job created (or cancel it if it has not completed)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return g.deleteJob(cmd, args[0]) },
+	}
+	watchCmd := &cobra.Command{
+		Use: "watch JOB_ID", Short: "Follow a job's steps live; exits non-zero if it fails", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return g.watch(cmd, args[0]) },
+	}
+	cmd.AddCommand(create, list, get, retry, cancel, del, watchCmd)
+	return cmd
+}
+
+func (g *globals) deleteJob(cmd *cobra.Command, id string) error {
+	var j job.Job
+	if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/provisioning-jobs/"+id, nil, &j); err != nil {
+		return err
+	}
+	return g.printJob(cmd.OutOrStdout(), &j)
+}
+
+// readSpec reads a YAML (or JSON, which is YAML) job spec into a JSON-ready value.
+func readSpec(path string) (any, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var v any
+	if err := yaml.NewDecoder(r).Decode(&v); err != nil {
+		return nil, fmt.Errorf("read spec %s: %w", path, err)
+	}
+	return v, nil
+}
+
+func progress(j *job.Job) string {
+	done := 0
+	for _, s := range j.Steps {
+		if s.Status.Completed() || s.Status == job.StepUndone {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d/%d", done, len(j.Steps))
+}
+
+func (g *globals) printJob(w io.Writer, j *job.Job) error {
+	if g.output == "json" {
+		return g.printOut(w, j, nil, nil)
+	}
+	fmt.Fprintf(w, "%s  %s  %s (%s)  space %s  version %d\n", j.ID, j.Family, j.Status, j.Phase, j.SpaceID, j.Version)
+	for i, s := range j.Steps {
+		line := fmt.Sprintf("  %2d. %-28s %-9s", i+1, s.Name, s.Status)
+		if s.Attempts > 1 {
+			line += fmt.Sprintf(" attempt %d", s.Attempts)
+		}
+		if s.Message != "" {
+			line += "  " + s.Message
+		}
+		if s.Error != "" {
+			line += "  error: " + s.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+	if j.Failure != nil {
+		fmt.Fprintf(w, "failed (%s): %s\n", j.Failure.Class, j.Failure.Message)
+		if j.Failure.FixHint != "" {
+			fmt.Fprintf(w, "fix: %s\n", j.Failure.FixHint)
+		}
+		if j.Failure.ConsoleURL != "" {
+			fmt.Fprintf(w, "console: %s\n", j.Failure.ConsoleURL)
+		}
+	}
+	return nil
+}
+
+// watch prints a line whenever a step changes state, then the final summary.
+func (g *globals) watch(cmd *cobra.Command, id string) error {
+	out := cmd.OutOrStdout()
+	seen := map[string]string{}
+	final, err := g.client().Watch(ctxOf(cmd), id, func(j *job.Job) {
+		for i, s := range j.Steps {
+			key := fmt.Sprintf("%s/%d", s.Status, s.Attempts)
+			if seen[s.Name] == key {
+				continue
+			}
+			seen[s.Name] = key
+			if s.Status == job.StepPending {
+				continue
+			}
+			msg := ""
+			if s.Message != "" {
+				msg = "  " + s.Message
+			}
+			if s.Error != "" {
+				msg += "  (" + s.Error + ")"
+			}
+			fmt.Fprintf(out, "[%d/%d] %-28s %s%s\n", i+1, len(j.Steps), s.Name, s.Status, msg)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "job %s %s\n", final.ID, strings.ToUpper(string(final.Status)))
+	if final.Status == job.StatusFailed {
+		_ = g.printJob(out, final)
+		return errSilent
+	}
+	return nil
+}
+

@@ -1,0 +1,208 @@
+// Package api serves Groundwork's HTTP API under /api: JSON in and out, RFC 9457 problems with
+// the offending field named, bearer-token auth, and one route table that names each route's
+// policy so that no handler checks permissions on its own.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+// Principal is who is calling.
+type Principal struct {
+	OrgID string
+	Actor string // an email, or system:<component>
+}
+
+// Authenticator turns a bearer token into a principal, or refuses it.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (*Principal, error)
+}
+
+// Authorizer decides whether p may use a route's policy (e.g. "provisioning:create").
+type Authorizer interface {
+	Authorize(ctx context.Context, p *Principal, policy string) error
+}
+
+// ErrUnauthenticated is returned by an Authenticator for a bad or missing token.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// StaticToken accepts one token (the bootstrap admin token) as the admin of one org.
+type StaticToken struct {
+	Token string
+	OrgID string
+	Actor string
+}
+
+func (s StaticToken) Authenticate(_ context.Context, token string) (*Principal, error) {
+	if s.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.Token)) != 1 {
+		return nil, ErrUnauthenticated
+	}
+	return &Principal{OrgID: s.OrgID, Actor: s.Actor}, nil
+}
+
+// AllowAll authorises every authenticated principal (a single admin token, before RBAC).
+type AllowAll struct{}
+
+func (AllowAll) Authorize(context.Context, *Principal, string) error { return nil }
+
+// Config wires the server.
+type Config struct {
+	Store      store.Store
+	Pipelines  *pipeline.Registry
+	Catalog    *catalog.Catalog
+	Auth       Authenticator
+	Authorizer Authorizer
+	Hub        *Hub
+	Metrics    *prometheus.Registry
+	Logger     *slog.Logger
+	Now        func() time.Time
+	// Ready reports whether this replica should receive traffic (e.g. false while draining).
+	Ready func() bool
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p *Principal) error
+
+// route names one endpoint and the policy it requires.
+type route struct {
+	method, path, policy string
+	h                    handlerFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", "/api/spaces", "space:view", s.listSpaces},
+		{"POST", "/api/spaces", "space:create", s.createSpace},
+		{"GET", "/api/spaces/{id}", "space:view", s.getSpace},
+		{"DELETE", "/api/spaces/{id}", "space:delete", s.deleteSpace},
+		{"GET", "/api/cloud-accounts", "cloud-account:view", s.listAccounts},
+		{"POST", "/api/cloud-accounts", "cloud-account:create", s.createAccount},
+		{"GET", "/api/cloud-accounts/{id}", "cloud-account:view", s.getAccount},
+		{"GET", "/api/provisioning-jobs", "provisioning:view", s.listJobs},
+		{"POST", "/api/provisioning-jobs", "provisioning:create", s.createJob},
+		{"GET", "/api/provisioning-jobs/{id}", "provisioning:view", s.getJob},
+		{"PATCH", "/api/provisioning-jobs/{id}", "provisioning:update", s.patchJob},
+		{"DELETE", "/api/provisioning-jobs/{id}", "provisioning:delete", s.deleteJob},
+		{"POST", "/api/provisioning-jobs/{id}/retry", "provisioning:update", s.retryJob},
+		{"GET", "/api/provisioning-jobs/{id}/events", "provisioning:view", s.jobEvents},
+		{"GET", "/api/catalog/types", "catalog:view", s.listTypes},
+		{"GET", "/api/catalog/types/{category}/{type}", "catalog:view", s.getType},
+	}
+}
+
+// New builds the server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = AllowAll{}
+	}
+	if cfg.Hub == nil {
+		cfg.Hub = NewHub()
+	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() bool { return true }
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	if cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
+	}
+	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problem(http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
+	})
+	return s
+}
+
+// Handle mounts an extra handler (the provisioner protocol, the web wizard) on the server's mux.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// wrap authenticates, authorises by the route's policy, runs the handler and turns its error
+// into a problem. Errors that are not problems are ours: logged, answered 500 without detail.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || tok == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="groundwork"`)
+			writeProblem(w, r, problem(http.StatusUnauthorized, "send Authorization: Bearer <token>"))
+			return
+		}
+		p, err := s.cfg.Auth.Authenticate(r.Context(), tok)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="groundwork", error="invalid_token"`)
+			writeProblem(w, r, problem(http.StatusUnauthorized, "the token is not valid"))
+			return
+		}
+		if err := s.cfg.Authorizer.Authorize(r.Context(), p, rt.policy); err != nil {
+			writeProblem(w, r, problem(http.StatusForbidden, "this needs the "+rt.policy+" permission"))
+			return
+		}
+		if err := rt.h(w, r, p); err != nil {
+			var pr *Problem
+			if errors.As(err, &pr) {
+				writeProblem(w, r, pr)
+				return
+			}
+			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+			writeProblem(w, r, problem(http.StatusInternalServerError, "internal error; the server log has details"))
+		}
+	})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unreachable"})
+		return
+	}
+	if !s.cfg.Ready() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// storeErr maps the store's sentinel errors to problems; anything else stays an internal error.
+func storeErr(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(what)
+	case errors.Is(err, store.ErrVersionConflict):
+		return problem(http.StatusConflict, what+" changed since you read it; read it again and retry")
+	case errors.Is(err, store.ErrInUse):
+		return problem(http.StatusConflict, err.Error())
+	}
+	return err
+}

@@ -1,0 +1,234 @@
+// Package app assembles a Groundwork server: store, pipelines, engine and API, from options
+// that the CLI fills from flags and environment. Tests start it the same way.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/groundworkhq/groundwork/internal/api"
+	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/engine"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/store/postgres"
+	"github.com/groundworkhq/groundwork/internal/store/sqlite"
+)
+
+// DefaultOrg is the organisation the bootstrap admin belongs to.
+const DefaultOrg = "org_default"
+
+// Options configure a server.
+type Options struct {
+	Addr           string // default :5087
+	Database       string // "" → SQLite in DataDir; postgres://… → PostgreSQL
+	DataDir        string // default ./groundwork-data
+	BootstrapToken string // "" → generated at first start, printed once
+	Workers        int
+	PollInterval   time.Duration
+	ShutdownGrace  time.Duration
+	Owner          string
+	Logger         *slog.Logger
+	// Out receives the one-time bootstrap token notice (stderr by default).
+	Out io.Writer
+	// Pipelines replaces the built-in pipelines (tests register their own families).
+	Pipelines []pipeline.Pipeline
+	// Publish, if set, also receives every committed job change (tests log commits).
+	Publish func(*job.Job)
+	// Listening, if set, is told the bound address once the server accepts connections.
+	Listening func(addr string)
+}
+
+// OpenStore opens the store named by database (applying migrations).
+func OpenStore(ctx context.Context, database, dataDir string, logger *slog.Logger) (store.Store, error) {
+	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
+		return postgres.Open(ctx, database, logger)
+	}
+	path := database
+	if path == "" {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+		path = filepath.Join(dataDir, "groundwork.db")
+	}
+	path = strings.TrimPrefix(path, "sqlite://")
+	return sqlite.Open(ctx, path)
+}
+
+type publishers []func(*job.Job)
+
+func (p publishers) Publish(j *job.Job) {
+	for _, f := range p {
+		f(j)
+	}
+}
+
+// Run serves until ctx ends, then drains: the HTTP server stops accepting, the engine hands
+// back what it holds.
+func Run(ctx context.Context, o Options) error {
+	if o.Addr == "" {
+		o.Addr = ":5087"
+	}
+	if o.DataDir == "" {
+		o.DataDir = "./groundwork-data"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Out == nil {
+		o.Out = os.Stderr
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	log := o.Logger
+	st, err := OpenStore(ctx, o.Database, o.DataDir, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	auth, err := bootstrapAuth(o)
+	if err != nil {
+		return err
+	}
+	pipes := o.Pipelines
+	if pipes == nil {
+		pipes = builtinPipelines(o)
+	}
+	reg, err := pipeline.NewRegistry(pipes...)
+	if err != nil {
+		return err
+	}
+	cat, err := catalog.Builtin()
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		jobsByStatus{st})
+	hub := api.NewHub()
+	pub := publishers{hub.Publish}
+	if o.Publish != nil {
+		pub = append(pub, o.Publish)
+	}
+	eng, err := engine.New(engine.Config{Store: st, Pipelines: reg, Owner: o.Owner, Workers: o.Workers,
+		PollInterval: o.PollInterval, ShutdownGrace: o.ShutdownGrace, Logger: log,
+		Metrics: engine.NewMetrics(metrics), Events: pub})
+	if err != nil {
+		return err
+	}
+	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Hub: hub, Metrics: metrics,
+		Logger: log, Ready: func() bool {
+			select {
+			case <-eng.Draining():
+				return false
+			default:
+				return true
+			}
+		}})
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.Addr, err)
+	}
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("groundwork serving", "addr", ln.Addr().String(), "data_dir", o.DataDir, "owner", o.Owner)
+	if o.Listening != nil {
+		o.Listening(ln.Addr().String())
+	}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- httpSrv.Serve(ln) }()
+	engDone := make(chan error, 1)
+	go func() { engDone <- eng.Run(ctx) }()
+	select {
+	case <-ctx.Done():
+	case err := <-httpErr:
+		return fmt.Errorf("http server: %w", err)
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = httpSrv.Shutdown(shutCtx)
+	return <-engDone
+}
+
+// bootstrapAuth returns the authenticator for the bootstrap admin token: the configured one,
+// or one generated at first start, printed once, and kept only as a hash in the data dir.
+func bootstrapAuth(o Options) (api.Authenticator, error) {
+	if o.BootstrapToken != "" {
+		return hashedToken{hash: sha256.Sum256([]byte(o.BootstrapToken))}, nil
+	}
+	path := filepath.Join(o.DataDir, "bootstrap-token.sha256")
+	if b, err := os.ReadFile(path); err == nil {
+		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(raw) != sha256.Size {
+			return nil, fmt.Errorf("%s is damaged; delete it to generate a new token", path)
+		}
+		var h [sha256.Size]byte
+		copy(h[:], raw)
+		return hashedToken{hash: h}, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, err
+	}
+	tok := "gw_" + base64.RawURLEncoding.EncodeToString(buf)
+	h := sha256.Sum256([]byte(tok))
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(h[:])+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Out, "\nGroundwork bootstrap admin token (shown once, keep it safe):\n\n  %s\n\n", tok)
+	return hashedToken{hash: h}, nil
+}
+
+type hashedToken struct{ hash [sha256.Size]byte }
+
+func (h hashedToken) Authenticate(_ context.Context, token string) (*api.Principal, error) {
+	got := sha256.Sum256([]byte(token))
+	if subtle.ConstantTimeCompare(got[:], h.hash[:]) != 1 {
+		return nil, api.ErrUnauthenticated
+	}
+	return &api.Principal{OrgID: DefaultOrg, Actor: "admin"}, nil
+}
+
+// jobsByStatus reports the ledger's job counts at scrape time.
+type jobsByStatus struct{ st store.Store }
+
+var jobsDesc = prometheus.NewDesc("groundwork_jobs", "Jobs in the ledger by status.", []string{"status"}, nil)
+
+func (c jobsByStatus) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
+
+func (c jobsByStatus) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.st.CountJobs(ctx)
+	if err != nil {
+		return
+	}
+	for _, s := range job.Statuses {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+}
