@@ -33,7 +33,7 @@ const (
 	InfraNetwork     = "network"
 	InfraCredentials = "credentials"
 	InfraServer      = "server"
-	InfraConnection  = "connection"
+	InfraConnection  = ds.InfraConnectionKey
 	InfraEndpoint    = "endpoint"
 )
 
@@ -136,15 +136,9 @@ type serverInfra struct {
 	Adopted bool      `json:"adopted,omitempty"`
 }
 
-// ConnectionInfra is the job-scoped admin connection: {host, port, user, secretRef}.
-type ConnectionInfra struct {
-	Engine    ds.Engine `json:"engine"`
-	Host      string    `json:"host"`
-	Port      int       `json:"port"`
-	User      string    `json:"user"`
-	Database  string    `json:"database,omitempty"`
-	SecretRef string    `json:"secretRef"`
-}
+// ConnectionInfra is the job's admin endpoint: {host, port, user, secretRef}; the database
+// service reads it back from infra.
+type ConnectionInfra = ds.Endpoint
 
 func (p *Pipeline) validate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
 	rn, err := p.load(r)
