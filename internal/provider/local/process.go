@@ -129,7 +129,9 @@ func chownTree(dir string, c *syscall.Credential) error {
 
 func run(ctx context.Context, c *syscall.Credential, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c}
+	// Pdeathsig: an initdb left running by a killed Groundwork would keep writing into a
+	// directory the next attempt clears.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, lastLines(out, 5))
