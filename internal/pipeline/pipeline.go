@@ -151,6 +151,7 @@ type Pipeline interface {
 // and read-only after.
 type Registry struct {
 	byFamily map[job.Family]Pipeline
+	fallback func(job.Family) (Pipeline, bool)
 }
 
 // NewRegistry returns a registry holding ps; a family registered twice is a programming error.
@@ -165,10 +166,20 @@ func NewRegistry(ps ...Pipeline) (*Registry, error) {
 	return r, nil
 }
 
-// Get returns the pipeline for f.
+// SetFallback makes Get ask resolve for families no registered pipeline serves: families
+// spelled "category/type" name a pair a remote provisioner may hold, and those are only known
+// at run time. Call it during assembly, before the registry is shared.
+func (r *Registry) SetFallback(resolve func(job.Family) (Pipeline, bool)) { r.fallback = resolve }
+
+// Get returns the pipeline for f: the registered one, or else the fallback's.
 func (r *Registry) Get(f job.Family) (Pipeline, bool) {
-	p, ok := r.byFamily[f]
-	return p, ok
+	if p, ok := r.byFamily[f]; ok {
+		return p, true
+	}
+	if r.fallback != nil {
+		return r.fallback(f)
+	}
+	return nil, false
 }
 
 // Families lists the registered families.
