@@ -71,6 +71,9 @@ type Config struct {
 	Now        func() time.Time
 	// Ready reports whether this replica should receive traffic (e.g. false while draining).
 	Ready func() bool
+
+	// Provisioners is the provisioner registry behind /api/provisioners (nil: those routes 404).
+	Provisioners Provisioners
 }
 
 // Server is the HTTP API.
@@ -106,6 +109,10 @@ func (s *Server) routes() []route {
 		{"GET", "/api/provisioning-jobs/{id}/events", "provisioning:view", s.jobEvents},
 		{"GET", "/api/catalog/types", "catalog:view", s.listTypes},
 		{"GET", "/api/catalog/types/{category}/{type}", "catalog:view", s.getType},
+		{"POST", "/api/provisioners", "provisioner:create", s.createProvisioner},
+		{"GET", "/api/provisioners", "provisioner:view", s.listProvisioners},
+		{"GET", "/api/provisioners/{id}", "provisioner:view", s.getProvisioner},
+		{"DELETE", "/api/provisioners/{id}", "provisioner:delete", s.deleteProvisioner},
 	}
 }
 

@@ -1,0 +1,193 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/protocol"
+)
+
+// Provisioners is the provisioner registry the /api/provisioners routes manage;
+// *protocol.Registry satisfies it.
+type Provisioners interface {
+	Register(ctx context.Context, in protocol.RegisterInput) (protocol.Provisioner, error)
+	List(ctx context.Context) ([]protocol.Provisioner, error)
+	Get(ctx context.Context, id string) (protocol.Provisioner, error)
+	Remove(ctx context.Context, id string) error
+}
+
+type provisionerList struct {
+	Data []protocol.Provisioner `json:"data"`
+}
+
+func (s *Server) provisioners() (Provisioners, error) {
+	if s.cfg.Provisioners == nil {
+		return nil, problem(http.StatusNotFound, "this server has no provisioner registry")
+	}
+	return s.cfg.Provisioners, nil
+}
+
+func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+	reg, err := s.provisioners()
+	if err != nil {
+		return err
+	}
+	var in protocol.RegisterInput
+	if pr := decode(r, &in); pr != nil {
+		return pr
+	}
+	p, err := reg.Register(r.Context(), in)
+	if err != nil {
+		return registryErr(err)
+	}
+	w.Header().Set("Location", "/api/provisioners/"+p.ID)
+	writeJSON(w, http.StatusCreated, p)
+	return nil
+}
+
+func (s *Server) listProvisioners(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+	reg, err := s.provisioners()
+	if err != nil {
+		return err
+	}
+	ps, err := reg.List(r.Context())
+	if err != nil {
+		return err
+	}
+	if ps == nil {
+		ps = []protocol.Provisioner{}
+	}
+	writeJSON(w, http.StatusOK, provisionerList{Data: ps})
+	return nil
+}
+
+func (s *Server) getProvisioner(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+	reg, err := s.provisioners()
+	if err != nil {
+		return err
+	}
+	p, err := reg.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return registryErr(err)
+	}
+	writeJSON(w, http.StatusOK, p)
+	return nil
+}
+
+func (s *Server) deleteProvisioner(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+	reg, err := s.provisioners()
+	if err != nil {
+		return err
+	}
+	if err := reg.Remove(r.Context(), r.PathValue("id")); err != nil {
+		return registryErr(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// registryErr turns the registry's refusals into problems; the status comes from
+// protocol.HTTPStatus so that the API and the registry's own documentation agree.
+func registryErr(err error) error {
+	var (
+		ce *protocol.PairConflictError
+		ie *protocol.InvalidRegistrationError
+		ue *protocol.UnreachableError
+	)
+	status := protocol.HTTPStatus(err)
+	switch {
+	case errors.As(err, &ce):
+		return problem(status, ce.Error(), FieldError{Field: "pairs", Rule: "unique",
+			Message: fmt.Sprintf("%s is held by provisioner %q (%s)", ce.Pair, ce.HolderName, ce.HolderID)})
+	case errors.As(err, &ie):
+		fields := make([]FieldError, len(ie.Fields))
+		for i, f := range ie.Fields {
+			fields[i] = FieldError{Field: f.Field, Rule: f.Rule, Message: f.Message}
+		}
+		return problem(status, "the registration is invalid", fields...)
+	case errors.As(err, &ue):
+		return problem(status, ue.Error(), FieldError{Field: "url", Rule: "reachable",
+			Message: "must answer GET healthz with status ok, listing the pairs being registered"})
+	case errors.Is(err, protocol.ErrBuiltIn):
+		return problem(status, err.Error())
+	case errors.Is(err, protocol.ErrProvisionerNotFound):
+		return notFound("provisioner")
+	}
+	return err
+}
+
+// SpaceHeader names the space a provisioner-protocol call on Groundwork works in: the protocol
+// names a pair and an application, and Groundwork also needs to know where to provision.
+const SpaceHeader = "Groundwork-Space"
+
+type protocolCallKey struct{}
+
+// ProtocolCall is who makes a provisioner-protocol call on Groundwork, and in which space.
+type ProtocolCall struct {
+	Principal *Principal
+	SpaceID   string
+}
+
+// ProtocolCallFrom returns the call that ProtocolAuth admitted.
+func ProtocolCallFrom(ctx context.Context) (ProtocolCall, bool) {
+	c, ok := ctx.Value(protocolCallKey{}).(ProtocolCall)
+	return c, ok
+}
+
+// protocolPolicy is the policy a provisioner-protocol call needs: an apply creates (or tears
+// down) a job, the other calls only read.
+func protocolPolicy(r *http.Request) string {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/apply") {
+		return "provisioning:create"
+	}
+	return "provisioning:view"
+}
+
+// ProtocolAuth guards Groundwork's own provisioner-protocol server (mounted at /provisioner/)
+// with the API's tokens and policies: an apply creates jobs, so it may not be anonymous. plan,
+// apply and inspect must name their space in the Groundwork-Space header; GET healthz is open,
+// as registration checks of other provisioners expect.
+func (s *Server) ProtocolAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/healthz") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || tok == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="groundwork"`)
+			writeProblem(w, r, problem(http.StatusUnauthorized, "send Authorization: Bearer <token>"))
+			return
+		}
+		p, err := s.cfg.Auth.Authenticate(r.Context(), tok)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="groundwork", error="invalid_token"`)
+			writeProblem(w, r, problem(http.StatusUnauthorized, "the token is not valid"))
+			return
+		}
+		policy := protocolPolicy(r)
+		if err := s.cfg.Authorizer.Authorize(r.Context(), p, policy); err != nil {
+			writeProblem(w, r, problem(http.StatusForbidden, "this needs the "+policy+" permission"))
+			return
+		}
+		call := ProtocolCall{Principal: p, SpaceID: strings.TrimSpace(r.Header.Get(SpaceHeader))}
+		if r.Method == http.MethodPost && call.SpaceID == "" {
+			writeProblem(w, r, badRequest("name the space to work in with the "+SpaceHeader+" header",
+				FieldError{Field: SpaceHeader, Rule: "required", Message: "is required"}))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), protocolCallKey{}, call)))
+	})
+}
+
+// PrepareJob validates a job and lays it out, without storing it, exactly as
+// POST /api/provisioning-jobs would: the provisioner protocol creates its jobs through it. A
+// refusal is a *Problem naming the fields.
+func (s *Server) PrepareJob(ctx context.Context, p *Principal, spaceID string, family job.Family, name string, config json.RawMessage) (*job.Job, error) {
+	return s.NewJob(ctx, p, &createJobRequest{SpaceID: spaceID, Kind: string(family), Name: name, Config: config})
+}
