@@ -69,19 +69,29 @@ func TestFrozenReplicaIsFenced(t *testing.T) {
 	c := newCluster(t, db, time.Second, 400*time.Millisecond)
 	frozen := c.start()
 	frozen.submit(t, 4)
+	// Freeze the replica at a moment when it has a step in flight (a start with no end yet).
 	var victimJob, victimStep string
-	waitFor(t, "a step in flight", time.Minute, func() bool {
+	waitFor(t, "the replica to be frozen mid-step", time.Minute, func() bool {
+		if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		open := map[string]bool{}
 		for _, e := range c.events(t) {
-			if e.kind == "start" {
+			k := e.job + " " + e.step
+			switch e.kind {
+			case "start":
+				open[k] = true
 				victimJob, victimStep = e.job, e.step
-				return true
+			case "end", "abort":
+				delete(open, k)
 			}
 		}
+		if open[victimJob+" "+victimStep] {
+			return true
+		}
+		_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
 		return false
 	})
-	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	other := c.start()
 	waitFor(t, "all jobs to complete on the other replica", 2*time.Minute, func() bool { return other.countStatus(t)["completed"] == 4 })
 	stoppedAt := len(c.events(t))
