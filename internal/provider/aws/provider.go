@@ -24,19 +24,18 @@ type Provider struct {
 	cfg    aws.Config
 	region string
 
-	ec2  *ec2.Client
-	iam  *iam.Client
-	ecr  *ecr.Client
-	sm   *secretsmanager.Client
-	r53  *route53.Client
-	rds  *rds.Client
-	ec   *elasticache.Client
-	asg  *autoscaling.Client
-	elb  *elbv2.Client
-	acm  *acm.Client
-	eks  *eks.Client
-	sts  *sts.Client
-	exec InstanceRefresher
+	ec2 *ec2.Client
+	iam *iam.Client
+	ecr *ecr.Client
+	sm  *secretsmanager.Client
+	r53 *route53.Client
+	rds *rds.Client
+	ec  *elasticache.Client
+	asg *autoscaling.Client
+	elb *elbv2.Client
+	acm *acm.Client
+	eks *eks.Client
+	sts *sts.Client
 }
 
 // New builds a provider on cfg.
