@@ -275,9 +275,9 @@ func (p *Provider) EnsureVMs(ctx context.Context, s VMPoolSpec, lt LaunchTemplat
 	}
 	for i := int32(0); i < n; i++ {
 		slot := s.Tags.WithRole(fmt.Sprintf("vm-%d", i))
-		out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: append([]ec2types.Filter{
+		out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 			{Name: ptr("tag:" + TagJobID), Values: []string{s.Tags.JobID}}, {Name: ptr("tag:groundwork:slot"), Values: []string{slot.Role}},
-			{Name: ptr("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}}})})
+			{Name: ptr("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}}}})
 		if err != nil {
 			return nil, p.classify(err, false)
 		}
