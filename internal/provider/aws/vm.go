@@ -288,8 +288,8 @@ func (p *Provider) EnsureVMs(ctx context.Context, s VMPoolSpec, lt LaunchTemplat
 			ec2types.Tag{Key: ptr("Name"), Value: ptr(fmt.Sprintf("%s-%d", s.Name, i))})
 		_, err = p.ec2.RunInstances(ctx, &ec2.RunInstancesInput{
 			MinCount: ptr(int32(1)), MaxCount: ptr(int32(1)), ClientToken: ptr(clientToken(slot)),
-			LaunchTemplate: &ec2types.LaunchTemplateSpecification{LaunchTemplateId: &lt.ID, Version: ptr(fmt.Sprint(lt.Version))},
-			SubnetId:       &s.SubnetIDs[int(i)%len(s.SubnetIDs)],
+			LaunchTemplate:    &ec2types.LaunchTemplateSpecification{LaunchTemplateId: &lt.ID, Version: ptr(fmt.Sprint(lt.Version))},
+			SubnetId:          &s.SubnetIDs[int(i)%len(s.SubnetIDs)],
 			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
 		})
 		if err != nil {
