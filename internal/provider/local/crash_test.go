@@ -105,9 +105,15 @@ func TestCrashDuringServerCreation(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 			} else {
-				line, err := bufio.NewReader(out).ReadString('\n')
-				if err != nil || !strings.HasPrefix(line, "started") {
-					t.Fatalf("helper said %q, %v", line, err)
+				sc := bufio.NewScanner(out)
+				var said []string
+				started := false
+				for !started && sc.Scan() {
+					started = strings.HasPrefix(sc.Text(), "started")
+					said = append(said, sc.Text())
+				}
+				if !started {
+					t.Fatalf("helper failed: %s", strings.Join(said, "\n"))
 				}
 			}
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
