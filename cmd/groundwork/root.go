@@ -40,6 +40,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("GROUNDWORK_TOKEN"), "API token (GROUNDWORK_TOKEN)")
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	root.AddCommand(newServe(), newMigrate(), newJobs(g), newSpaces(g), newAccounts(g), newCatalog(g))
+	root.AddCommand(newProvisioners(g))
 	return root
 }
 

@@ -55,6 +55,8 @@ type Options struct {
 	Publish func(*job.Job)
 	// Listening, if set, is told the bound address once the server accepts connections.
 	Listening func(addr string)
+	// Protocol configures the provisioner protocol (remote provisioners and /provisioner/).
+	Protocol ProtocolOptions
 }
 
 // OpenStore opens the store named by database (applying migrations).
@@ -122,6 +124,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
+	prov, err := wireProtocol(o, st, reg, cat)
+	if err != nil {
+		return err
+	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		jobsByStatus{st})
@@ -137,7 +143,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Hub: hub, Metrics: metrics,
-		Logger: log, Ready: func() bool {
+		Provisioners: prov.registry, Logger: log, Ready: func() bool {
 			select {
 			case <-eng.Draining():
 				return false
@@ -145,6 +151,7 @@ func Run(ctx context.Context, o Options) error {
 				return true
 			}
 		}})
+	prov.mount(srv)
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.Addr, err)

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/protocol"
+)
+
+func newProvisioners(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "provisioners", Short: "Manage the provisioners that hold (category, type) pairs"}
+	var (
+		in    protocol.RegisterInput
+		pairs []string
+	)
+	register := &cobra.Command{
+		Use:   "register",
+		Short: "Register a remote provisioner for one or more pairs",
+		Example: "  groundwork provisioners register --name buckets --url http://10.0.0.5:8081 \\\n" +
+			"    --pair managed-resource/bucket",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in.Pairs = nil
+			for _, s := range pairs {
+				p, err := catalog.ParsePair(strings.TrimSpace(s))
+				if err != nil {
+					return fmt.Errorf("--pair: %w", err)
+				}
+				in.Pairs = append(in.Pairs, p)
+			}
+			var p protocol.Provisioner
+			if err := g.client().Do(ctxOf(cmd), "POST", "/api/provisioners", in, &p); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), p, provisionerHeader, func(add func(...any)) { addProvisioner(add, p) })
+		},
+	}
+	register.Flags().StringVar(&in.Name, "name", "", "provisioner name")
+	register.Flags().StringVar(&in.URL, "url", "", "base URL the provisioner serves the protocol at")
+	register.Flags().StringSliceVar(&pairs, "pair", nil, "a pair it holds, as category/type (repeat for more)")
+	for _, f := range []string{"name", "url", "pair"} {
+		_ = register.MarkFlagRequired(f)
+	}
+	list := &cobra.Command{
+		Use: "list", Short: "List provisioners, the built-in one first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out struct {
+				Data []protocol.Provisioner `json:"data"`
+			}
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioners", nil, &out); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), out, provisionerHeader, func(add func(...any)) {
+				for _, p := range out.Data {
+					addProvisioner(add, p)
+				}
+			})
+		},
+	}
+	get := &cobra.Command{
+		Use: "get PROVISIONER_ID", Short: "Show a provisioner", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var p protocol.Provisioner
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioners/"+args[0], nil, &p); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), p, nil, nil)
+		},
+	}
+	remove := &cobra.Command{
+		Use: "remove PROVISIONER_ID", Aliases: []string{"rm", "delete"}, Short: "Remove a registration; its pairs become free",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/provisioners/"+args[0], nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "removed", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(register, list, get, remove)
+	return cmd
+}
+
+var provisionerHeader = []string{"ID", "NAME", "URL", "PAIRS"}
+
+func addProvisioner(add func(...any), p protocol.Provisioner) {
+	pairs := make([]string, len(p.Pairs))
+	for i, pair := range p.Pairs {
+		pairs[i] = pair.String()
+	}
+	url := p.URL
+	if p.BuiltIn {
+		url = "(built-in)"
+	}
+	add(p.ID, p.Name, url, strings.Join(pairs, ","))
+}

@@ -1,0 +1,330 @@
+package apptest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/api"
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
+	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/remote"
+	"github.com/groundworkhq/groundwork/internal/protocol"
+	"github.com/groundworkhq/groundwork/internal/protocol/jobbackend"
+	"github.com/groundworkhq/groundwork/internal/protocol/protocoltest"
+)
+
+// waitJob polls the job until cond holds, failing the test at the deadline.
+func waitJob(t *testing.T, c *client.Client, id string, d time.Duration, what string, cond func(*job.Job) bool) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var j job.Job
+	for {
+		if err := c.Do(context.Background(), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &j); err != nil {
+			t.Fatalf("read job %s: %v", id, err)
+		}
+		if cond(&j) {
+			return &j
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.MarshalIndent(j, "", "  ")
+			t.Fatalf("job %s: not %s within %s:\n%s", id, what, d, b)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func step(j *job.Job, name string) job.StepRecord {
+	if i := j.StepIndex(name); i >= 0 {
+		return j.Steps[i]
+	}
+	return job.StepRecord{}
+}
+
+func apiError(t *testing.T, err error, status int) *client.Error {
+	t.Helper()
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != status {
+		t.Fatalf("err = %v, want HTTP %d", err, status)
+	}
+	return ce
+}
+
+// TestRemoteProvisionerEndToEnd runs a job for a pair held by the example provisioner,
+// started as a process and registered over the API, and kills the provisioner while the job
+// waits on its operation: once it is back, the job completes.
+func TestRemoteProvisionerEndToEnd(t *testing.T) {
+	t.Parallel()
+	proc := protocoltest.StartExample(t, protocoltest.BuildExample(t), 2*time.Second)
+	gw := apptest.Start(t, app.Options{Protocol: app.ProtocolOptions{PollInterval: 100 * time.Millisecond}})
+	ctx := context.Background()
+	space := gw.Space(t, "e2e")
+	bucketJob := map[string]any{"spaceID": space.ID, "kind": "managed-resource/bucket", "name": "orders",
+		"config": map[string]any{"mode": "0750", "description": "orders"}}
+
+	// Before anyone holds the pair, a job for it is refused, saying what to do.
+	err := gw.Client.Do(ctx, http.MethodPost, "/api/provisioning-jobs", bucketJob, nil)
+	if ce := apiError(t, err, http.StatusBadRequest); !strings.Contains(ce.Detail, "no provisioner holds managed-resource/bucket") {
+		t.Fatalf("job before registration: %v", err)
+	}
+
+	var prv protocol.Provisioner
+	reg := protocol.RegisterInput{Name: "buckets", URL: proc.URL(), Pairs: []catalog.Pair{catalog.PairBucket}}
+	if err := gw.Client.Do(ctx, http.MethodPost, "/api/provisioners", reg, &prv); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	if !strings.HasPrefix(prv.ID, "prv_") || prv.BuiltIn || len(prv.Pairs) != 1 {
+		t.Fatalf("registered %+v", prv)
+	}
+
+	var created job.Job
+	if err := gw.Client.Do(ctx, http.MethodPost, "/api/provisioning-jobs", bucketJob, &created); err != nil {
+		t.Fatalf("create job: %v", err)
+	}
+	if created.Family != "managed-resource/bucket" || len(created.Steps) != 4 {
+		t.Fatalf("job laid out as %s with %d steps, want the remote pipeline's 4", created.Family, len(created.Steps))
+	}
+
+	// Mid-operation: the provisioner accepted the apply and the job is polling it.
+	waitJob(t, gw.Client, created.ID, 30*time.Second, "waiting on the remote operation", func(j *job.Job) bool {
+		return step(j, "apply").Status == job.StepDone && step(j, "await").Status != job.StepDone
+	})
+	proc.Kill()
+	down := waitJob(t, gw.Client, created.ID, 30*time.Second, "retrying the unreachable provisioner", func(j *job.Job) bool {
+		return step(j, "await").Error != ""
+	})
+	if down.Status == job.StatusFailed {
+		t.Fatalf("a provisioner that is down failed the job at once: %+v", down.Failure)
+	}
+	proc.Start()
+	done := waitJob(t, gw.Client, created.ID, 60*time.Second, "completed", func(j *job.Job) bool {
+		return j.Status == job.StatusCompleted || j.Status == job.StatusFailed
+	})
+	if done.Status != job.StatusCompleted {
+		t.Fatalf("job ended %s: %+v", done.Status, done.Failure)
+	}
+	fi, err := os.Stat(proc.BucketDir("orders"))
+	if err != nil || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("bucket after the job: %v %v, want a directory with mode 0750", fi, err)
+	}
+	var infra map[string]json.RawMessage
+	if err := json.Unmarshal(done.Infra, &infra); err != nil || infra[remote.KeyOutputs] == nil || infra[remote.KeyResources] == nil {
+		t.Fatalf("infra %s: want the provisioner's outputs and resources recorded", done.Infra)
+	}
+
+	// Removing the provisioner frees its pair; the built-in one cannot be removed.
+	err = gw.Client.Do(ctx, http.MethodDelete, "/api/provisioners/builtin", nil, nil)
+	apiError(t, err, http.StatusConflict)
+	if err := gw.Client.Do(ctx, http.MethodDelete, "/api/provisioners/"+prv.ID, nil, nil); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	apiError(t, gw.Client.Do(ctx, http.MethodGet, "/api/provisioners/"+prv.ID, nil, nil), http.StatusNotFound)
+}
+
+// TestProvisionerRegistration covers the API's refusals, table-driven: each pair has exactly
+// one holder, and a refusal says which pair and who holds it.
+func TestProvisionerRegistration(t *testing.T) {
+	t.Parallel()
+	proc := protocoltest.StartExample(t, protocoltest.BuildExample(t), 0)
+	gw := apptest.Start(t, app.Options{})
+	ctx := context.Background()
+	// A remote that does not answer is refused, and holds nothing afterwards.
+	down := protocol.RegisterInput{Name: "down", URL: "http://127.0.0.1:1", Pairs: []catalog.Pair{catalog.PairBucket}}
+	if ce := apiError(t, gw.Client.Do(ctx, http.MethodPost, "/api/provisioners", down, nil), http.StatusUnprocessableEntity); !strings.Contains(ce.Error(), "url") {
+		t.Fatalf("unreachable remote: %v, want the url named", ce)
+	}
+	var first protocol.Provisioner
+	if err := gw.Client.Do(ctx, http.MethodPost, "/api/provisioners",
+		protocol.RegisterInput{Name: "buckets", URL: proc.URL(), Pairs: []catalog.Pair{catalog.PairBucket}}, &first); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	cases := map[string]struct {
+		in     protocol.RegisterInput
+		status int
+		want   []string // substrings of the detail and field messages
+	}{
+		"pair held by a registered provisioner": {
+			in:     protocol.RegisterInput{Name: "more-buckets", URL: proc.URL(), Pairs: []catalog.Pair{catalog.PairBucket}},
+			status: http.StatusConflict, want: []string{"managed-resource/bucket", `"buckets"`, first.ID},
+		},
+		"pair held by the built-in provisioner": {
+			in:     protocol.RegisterInput{Name: "registries", URL: proc.URL(), Pairs: []catalog.Pair{catalog.PairRegistry}},
+			status: http.StatusConflict, want: []string{"managed-resource/registry", `"groundwork"`, "builtin"},
+		},
+		"no name, not a URL": {
+			in:     protocol.RegisterInput{URL: "ftp://x", Pairs: []catalog.Pair{catalog.PairBucket}},
+			status: http.StatusUnprocessableEntity, want: []string{"name", "url"},
+		},
+		"pair not in the catalog": {
+			in:     protocol.RegisterInput{Name: "x", URL: proc.URL(), Pairs: []catalog.Pair{{Kind: catalog.CategoryTool, Type: "nonesuch"}}},
+			status: http.StatusUnprocessableEntity, want: []string{"pairs[0]", "tool/nonesuch"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ce := apiError(t, gw.Client.Do(ctx, http.MethodPost, "/api/provisioners", tc.in, nil), tc.status)
+			text := ce.Error()
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("refusal %q does not mention %q", text, w)
+				}
+			}
+		})
+	}
+	t.Run("list shows the built-in provisioner first", func(t *testing.T) {
+		t.Parallel()
+		var out struct {
+			Data []protocol.Provisioner `json:"data"`
+		}
+		if err := gw.Client.Do(ctx, http.MethodGet, "/api/provisioners", nil, &out); err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Data) < 2 || !out.Data[0].BuiltIn || out.Data[1].ID != first.ID {
+			t.Fatalf("list = %+v", out.Data)
+		}
+	})
+}
+
+// dirRegistry is a registry family whose "repository" is a directory: a real resource the
+// test can change behind Groundwork's back, so that inspect has drift to find.
+type dirRegistry struct{ root string }
+
+const repoMode fs.FileMode = 0o750
+
+func (d dirRegistry) Family() job.Family                       { return job.FamilyRegistry }
+func (d dirRegistry) LeaseTTL() time.Duration                  { return time.Minute }
+func (d dirRegistry) Validate(context.Context, *job.Job) error { return nil }
+func (d dirRegistry) dir(j *job.Job) string                    { return filepath.Join(d.root, j.SpaceID, j.Name) }
+
+func (d dirRegistry) Steps(*job.Job) []pipeline.Step {
+	return []pipeline.Step{{
+		Name: "create-repository",
+		Do: func(_ context.Context, r *pipeline.Run) (pipeline.Result, error) {
+			dir := d.dir(r.Job)
+			if err := os.MkdirAll(dir, repoMode); err != nil {
+				return pipeline.Result{}, fault.System(err)
+			}
+			if err := os.Chmod(dir, repoMode); err != nil {
+				return pipeline.Result{}, fault.System(err)
+			}
+			return pipeline.Done(map[string]any{"path": dir}), nil
+		},
+		Undo: func(_ context.Context, r *pipeline.Run) (pipeline.Result, error) {
+			if err := os.RemoveAll(d.dir(r.Job)); err != nil {
+				return pipeline.Result{}, fault.System(err)
+			}
+			return pipeline.Done(map[string]any{"path": nil}), nil
+		},
+	}}
+}
+
+// Observe reads the directory as it is now.
+func (d dirRegistry) Observe(_ context.Context, j *job.Job) ([]protocol.Resource, []protocol.Drift, error) {
+	dir := d.dir(j)
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []protocol.Resource{{Resource: j.Name, Type: "directory", ID: dir}},
+			[]protocol.Drift{{Resource: j.Name, Field: "exists", Applied: true, Actual: false}}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	mode := fmt.Sprintf("%04o", fi.Mode().Perm())
+	res := []protocol.Resource{{Resource: j.Name, Type: "directory", ID: dir, Exists: true, Properties: map[string]any{"mode": mode}}}
+	if fi.Mode().Perm() != repoMode {
+		return res, []protocol.Drift{{Resource: j.Name, Field: "mode", Applied: fmt.Sprintf("%04o", repoMode), Actual: mode}}, nil
+	}
+	return res, nil, nil
+}
+
+// TestGroundworkServesTheProtocol runs the conformance suite against Groundwork's own
+// /provisioner/ server: every apply is a job in the named space, run by the engine.
+func TestGroundworkServesTheProtocol(t *testing.T) {
+	t.Parallel()
+	repos := dirRegistry{root: t.TempDir()}
+	gw := apptest.Start(t, app.Options{
+		Pipelines: []pipeline.Pipeline{repos},
+		Protocol:  app.ProtocolOptions{Observers: map[job.Family]jobbackend.Observer{job.FamilyRegistry: repos}},
+	})
+	space := gw.Space(t, "conformance")
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &apptest.Transport{Token: gw.Token,
+		Headers: map[string]string{api.SpaceHeader: space.ID}}}
+	protocoltest.Run(t, protocoltest.Target{
+		BaseURL:         gw.URL + "/provisioner",
+		Pair:            catalog.PairRegistry,
+		Settings:        json.RawMessage(`{"name":"images"}`),
+		FailingSettings: json.RawMessage(`{"name":"Not A Name"}`),
+		HTTPClient:      hc,
+		Drift: func(t testing.TB, application string) {
+			if err := os.Chmod(filepath.Join(repos.root, space.ID, application), 0o700); err != nil {
+				t.Fatalf("change the repository behind Groundwork's back: %v", err)
+			}
+		},
+	})
+}
+
+// TestProtocolCallsNeedTokenAndSpace checks the guard in front of /provisioner/.
+func TestProtocolCallsNeedTokenAndSpace(t *testing.T) {
+	t.Parallel()
+	gw := apptest.Start(t, app.Options{Pipelines: []pipeline.Pipeline{dirRegistry{root: t.TempDir()}}})
+	space := gw.Space(t, "guarded")
+	body := `{"kind":"managed-resource","type":"registry","application":"a","settings":{"name":"images"}}`
+	cases := map[string]struct {
+		method, path string
+		headers      map[string]string
+		status       int
+	}{
+		"healthz is open":          {"GET", "/provisioner/healthz", nil, http.StatusOK},
+		"no token":                 {"POST", "/provisioner/plan", map[string]string{api.SpaceHeader: space.ID}, http.StatusUnauthorized},
+		"wrong token":              {"POST", "/provisioner/plan", map[string]string{"Authorization": "Bearer nope", api.SpaceHeader: space.ID}, http.StatusUnauthorized},
+		"no space":                 {"POST", "/provisioner/apply", map[string]string{"Authorization": "Bearer " + gw.Token}, http.StatusBadRequest},
+		"token and space":          {"POST", "/provisioner/plan", map[string]string{"Authorization": "Bearer " + gw.Token, api.SpaceHeader: space.ID}, http.StatusOK},
+		"unknown space is a fail":  {"POST", "/provisioner/apply", map[string]string{"Authorization": "Bearer " + gw.Token, api.SpaceHeader: "spc_nope"}, http.StatusOK},
+		"unknown operation is 404": {"GET", "/provisioner/operations/job_nope", map[string]string{"Authorization": "Bearer " + gw.Token}, http.StatusNotFound},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var rd *strings.Reader
+			if tc.method == "POST" {
+				rd = strings.NewReader(body)
+			} else {
+				rd = strings.NewReader("")
+			}
+			req, err := http.NewRequest(tc.method, gw.URL+tc.path, rd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var ans protocol.ApplyAnswer
+			_ = json.NewDecoder(resp.Body).Decode(&ans)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("HTTP %d, want %d (%+v)", resp.StatusCode, tc.status, ans)
+			}
+			if name == "unknown space is a fail" && (ans.Outcome != protocol.OutcomeFailed || ans.Code != "UnknownSpace") {
+				t.Fatalf("apply in an unknown space: %+v, want failed with code UnknownSpace", ans)
+			}
+		})
+	}
+}
