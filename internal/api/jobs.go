@@ -13,6 +13,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -45,7 +46,13 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err != nil {
 		return err
 	}
-	created, err := s.cfg.Store.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
+	var created *job.Job
+	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.create", "provisioning-job", j.ID,
+		map[string]any{"kind": j.Family, "spaceID": j.SpaceID, "mode": j.Mode, "status": j.Status}),
+		func(tx store.Store) (err error) {
+			created, err = tx.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
+			return err
+		})
 	if err != nil {
 		return err
 	}
@@ -95,6 +102,24 @@ func (s *Server) NewJob(ctx context.Context, p *Principal, req *createJobRequest
 	}
 	if err != nil {
 		return nil, err
+	}
+	if p.Perms != nil && !p.Perms.OrgWide("provisioning:create") {
+		chain, err := newScopes(s.cfg.Store, p.OrgID).space(ctx, space.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !p.Can("provisioning:create", chain...) {
+			return nil, problem(http.StatusForbidden, "this needs the provisioning:create permission on space "+space.ID)
+		}
+	}
+	if space.CloudAccountID != "" && mode == job.ModeCreate {
+		acc, err := s.cfg.Store.GetCloudAccount(ctx, p.OrgID, space.CloudAccountID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		if acc != nil && acc.PermissionLevel == "read_only" {
+			return nil, readOnlyRefusal(acc)
+		}
 	}
 	if s.cfg.Catalog != nil && mode == job.ModeCreate {
 		_, withDefaults, err := s.cfg.Catalog.ValidateJob(family, config)
@@ -183,6 +208,22 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if err != nil {
 		return err
 	}
+	if p.Perms != nil && !p.Perms.OrgWide("provisioning:view") {
+		// A caller who may view only some spaces sees only their jobs; the cursor still walks
+		// the whole org, so a page may hold fewer than limit.
+		sc := newScopes(s.cfg.Store, p.OrgID)
+		visible := []*job.Job{}
+		for _, j := range page.Jobs {
+			chain, err := sc.space(r.Context(), j.SpaceID)
+			if err != nil {
+				return err
+			}
+			if p.Can("provisioning:view", append(chain, "provisioning:"+j.ID)...) {
+				visible = append(visible, j)
+			}
+		}
+		page.Jobs = visible
+	}
 	if page.Jobs == nil {
 		page.Jobs = []*job.Job{}
 	}
@@ -255,7 +296,19 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 			return err
 		}
 	}
-	out, err := s.cfg.Store.UpdateJob(r.Context(), up)
+	action, meta := "provisioning-job.update", map[string]any{"name": req.Name, "tags": req.Tags}
+	if req.Status != nil {
+		meta["status"] = *req.Status
+	}
+	if req.VMOp != nil {
+		action, meta["vmOp"] = "provisioning-job.vm_op", *req.VMOp
+	}
+	var out *job.Job
+	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, action, "provisioning-job", j.ID, meta),
+		func(tx store.Store) (err error) {
+			out, err = tx.UpdateJob(r.Context(), up)
+			return err
+		})
 	if err != nil {
 		return storeErr(err, "job")
 	}
@@ -309,8 +362,21 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err != nil {
 		return err
 	}
-	out, err := engine.Cancel(r.Context(), s.cfg.Store, j, s.cfg.Now())
-	if err != nil {
+	out := j
+	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.delete", "provisioning-job", j.ID,
+		map[string]any{"statusBefore": j.Status}),
+		func(tx store.Store) error {
+			o, err := engine.Cancel(r.Context(), tx, j, s.cfg.Now())
+			if err != nil {
+				return err
+			}
+			out = o
+			if o.Version == j.Version {
+				return errNoChange // already ended or tearing down
+			}
+			return nil
+		})
+	if err != nil && !errors.Is(err, errNoChange) {
 		return transitionErr(err)
 	}
 	writeJSON(w, http.StatusAccepted, out)
@@ -322,7 +388,12 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if err != nil {
 		return err
 	}
-	out, err := engine.Retry(r.Context(), s.cfg.Store, j, s.cfg.Now())
+	var out *job.Job
+	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.retry", "provisioning-job", j.ID, nil),
+		func(tx store.Store) (err error) {
+			out, err = engine.Retry(r.Context(), tx, j, s.cfg.Now())
+			return err
+		})
 	if err != nil {
 		return transitionErr(err)
 	}

@@ -24,6 +24,9 @@ type Problem struct {
 	Detail   string       `json:"detail,omitempty"`
 	Instance string       `json:"instance,omitempty"`
 	Errors   []FieldError `json:"errors,omitempty"`
+	// FixHint tells the caller what to change for the request to succeed (e.g. the policy to
+	// grant a read-only cloud account).
+	FixHint string `json:"fixHint,omitempty"`
 }
 
 func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/rbac"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -24,6 +26,10 @@ import (
 type Principal struct {
 	OrgID string
 	Actor string // an email, or system:<component>
+	// Perms is what the principal may do; nil (a StaticToken) means everything in its org.
+	Perms *rbac.Permissions
+	// TokenID is the API token used, when it was a stored one.
+	TokenID string
 }
 
 // Authenticator turns a bearer token into a principal, or refuses it.
@@ -50,7 +56,11 @@ func (s StaticToken) Authenticate(_ context.Context, token string) (*Principal, 
 	if s.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.Token)) != 1 {
 		return nil, ErrUnauthenticated
 	}
-	return &Principal{OrgID: s.OrgID, Actor: s.Actor}, nil
+	actor := s.Actor
+	if actor == "" {
+		actor = "admin" // the audit log needs an actor for every change
+	}
+	return &Principal{OrgID: s.OrgID, Actor: actor}, nil
 }
 
 // AllowAll authorises every authenticated principal (a single admin token, before RBAC).
@@ -71,6 +81,9 @@ type Config struct {
 	Now        func() time.Time
 	// Ready reports whether this replica should receive traffic (e.g. false while draining).
 	Ready func() bool
+	// Secrets receives the credential material given when a cloud account is created (nil:
+	// accounts can only name an existing secret reference).
+	Secrets secrets.SecretStore
 
 	// Provisioners is the provisioner registry behind /api/provisioners (nil: those routes 404).
 	Provisioners Provisioners
@@ -113,6 +126,26 @@ func (s *Server) routes() []route {
 		{"GET", "/api/provisioners", "provisioner:view", s.listProvisioners},
 		{"GET", "/api/provisioners/{id}", "provisioner:view", s.getProvisioner},
 		{"DELETE", "/api/provisioners/{id}", "provisioner:delete", s.deleteProvisioner},
+		{"GET", "/api/policies", "role:view", s.listPolicies},
+		{"GET", "/api/roles", "role:view", s.listRoles},
+		{"POST", "/api/roles", "role:create", s.createRole},
+		{"GET", "/api/roles/{id}", "role:view", s.getRole},
+		{"DELETE", "/api/roles/{id}", "role:delete", s.deleteRole},
+		{"GET", "/api/role-assignments", "role:view", s.listAssignments},
+		{"POST", "/api/role-assignments", "role:create", s.createAssignment},
+		{"DELETE", "/api/role-assignments/{id}", "role:delete", s.deleteAssignment},
+		{"GET", "/api/users", "user:view", s.listUsers},
+		{"POST", "/api/users", "user:create", s.createUser},
+		{"DELETE", "/api/users/{email}", "user:delete", s.deleteUser},
+		{"GET", "/api/users/{email}/permissions", "user:view", s.userPermissions},
+		{"GET", "/api/teams", "team:view", s.listTeams},
+		{"POST", "/api/teams", "team:create", s.createTeam},
+		{"GET", "/api/teams/{id}", "team:view", s.getTeam},
+		{"DELETE", "/api/teams/{id}", "team:delete", s.deleteTeam},
+		{"GET", "/api/tokens", "token:view", s.listTokens},
+		{"POST", "/api/tokens", "token:create", s.createToken},
+		{"DELETE", "/api/tokens/{id}", "token:delete", s.revokeToken},
+		{"GET", "/api/audit-logs", "audit-log:view", s.listAudit},
 	}
 }
 
@@ -125,7 +158,7 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	if cfg.Authorizer == nil {
-		cfg.Authorizer = AllowAll{}
+		cfg.Authorizer = Permitted{}
 	}
 	if cfg.Hub == nil {
 		cfg.Hub = NewHub()
@@ -166,16 +199,22 @@ func (s *Server) wrap(rt route) http.Handler {
 			return
 		}
 		p, err := s.cfg.Auth.Authenticate(r.Context(), tok)
-		if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="groundwork", error="invalid_token"`)
-			writeProblem(w, r, problem(http.StatusUnauthorized, "the token is not valid"))
+			writeProblem(w, r, problem(http.StatusUnauthorized, "the token is not valid (unknown, expired or revoked)"))
 			return
 		}
-		if err := s.cfg.Authorizer.Authorize(r.Context(), p, rt.policy); err != nil {
-			writeProblem(w, r, problem(http.StatusForbidden, "this needs the "+rt.policy+" permission"))
-			return
+		if err == nil {
+			if aerr := s.cfg.Authorizer.Authorize(r.Context(), p, rt.policy); aerr != nil {
+				writeProblem(w, r, problem(http.StatusForbidden, "this needs the "+rt.policy+" permission"))
+				return
+			}
+			err = s.authorizeObject(r, p, rt.policy)
 		}
-		if err := rt.h(w, r, p); err != nil {
+		if err == nil {
+			err = rt.h(w, r, p)
+		}
+		if err != nil {
 			var pr *Problem
 			if errors.As(err, &pr) {
 				writeProblem(w, r, pr)

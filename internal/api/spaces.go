@@ -8,6 +8,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -73,7 +74,10 @@ func (s *Server) createSpace(w http.ResponseWriter, r *http.Request, p *Principa
 	sp := &store.Space{ID: "spc_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Provider: req.Provider,
 		Region: req.Region, SpaceType: req.SpaceType, CloudAccountID: req.CloudAccountID, Status: "ready",
 		Config: req.Config, CreatedAt: s.cfg.Now()}
-	if err := s.cfg.Store.CreateSpace(r.Context(), sp); err != nil {
+	err := s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.create", "space", sp.ID,
+		map[string]any{"name": sp.Name, "provider": sp.Provider, "region": sp.Region, "cloudAccountID": sp.CloudAccountID}),
+		func(tx store.Store) error { return tx.CreateSpace(r.Context(), sp) })
+	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/api/spaces/"+sp.ID)
@@ -85,6 +89,20 @@ func (s *Server) listSpaces(w http.ResponseWriter, r *http.Request, p *Principal
 	list, err := s.cfg.Store.ListSpaces(r.Context(), p.OrgID)
 	if err != nil {
 		return err
+	}
+	if p.Perms != nil && !p.Perms.OrgWide("space:view") {
+		sc := newScopes(s.cfg.Store, p.OrgID)
+		visible := []*store.Space{}
+		for _, sp := range list {
+			chain, err := sc.space(r.Context(), sp.ID)
+			if err != nil {
+				return err
+			}
+			if p.Can("space:view", chain...) {
+				visible = append(visible, sp)
+			}
+		}
+		list = visible
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": list})
 	return nil
@@ -100,54 +118,13 @@ func (s *Server) getSpace(w http.ResponseWriter, r *http.Request, p *Principal) 
 }
 
 func (s *Server) deleteSpace(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	if err := s.cfg.Store.DeleteSpace(r.Context(), p.OrgID, r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	err := s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.delete", "space", id, nil),
+		func(tx store.Store) error { return tx.DeleteSpace(r.Context(), p.OrgID, id) })
+	if err != nil {
 		return storeErr(err, "space")
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-type createAccountRequest struct {
-	Name            string          `json:"name"`
-	Provider        string          `json:"provider"`
-	Region          string          `json:"region"`
-	AuthMethod      string          `json:"authMethod"`
-	CredentialsRef  string          `json:"credentialsRef"`
-	PermissionLevel string          `json:"permissionLevel"`
-	Config          json.RawMessage `json:"config"`
-}
-
-func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	var req createAccountRequest
-	if pr := decode(r, &req); pr != nil {
-		return pr
-	}
-	var fields []FieldError
-	if strings.TrimSpace(req.Name) == "" {
-		fields = append(fields, FieldError{Field: "name", Rule: "required", Message: "is required"})
-	}
-	if !validProvider(req.Provider) {
-		fields = append(fields, FieldError{Field: "provider", Rule: "enum", Message: "must be one of " + strings.Join(providers, ", ")})
-	}
-	if req.AuthMethod == "" {
-		req.AuthMethod = "default"
-	}
-	if req.PermissionLevel == "" {
-		req.PermissionLevel = "read_write"
-	}
-	if req.PermissionLevel != "read_write" && req.PermissionLevel != "read_only" {
-		fields = append(fields, FieldError{Field: "permissionLevel", Rule: "enum", Message: "must be read_only or read_write"})
-	}
-	if len(fields) > 0 {
-		return badRequest("the cloud account request is invalid", fields...)
-	}
-	a := &store.CloudAccount{ID: "acc_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Provider: req.Provider,
-		Region: req.Region, AuthMethod: req.AuthMethod, CredentialsRef: req.CredentialsRef,
-		PermissionLevel: req.PermissionLevel, Config: req.Config, CreatedAt: s.cfg.Now()}
-	if err := s.cfg.Store.CreateCloudAccount(r.Context(), a); err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, a)
 	return nil
 }
 
@@ -156,6 +133,13 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request, p *Princip
 	if err != nil {
 		return err
 	}
+	visible := []*store.CloudAccount{}
+	for _, a := range list {
+		if p.Can("cloud-account:view", "cloud-account:"+a.ID) {
+			visible = append(visible, a)
+		}
+	}
+	list = visible
 	writeJSON(w, http.StatusOK, map[string]any{"data": list})
 	return nil
 }

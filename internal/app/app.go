@@ -4,10 +4,7 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/groundworkhq/groundwork/internal/api"
+	authpkg "github.com/groundworkhq/groundwork/internal/auth"
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -108,7 +106,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer st.Close()
-	auth, err := bootstrapAuth(o)
+	auth, sec, err := setupAccess(ctx, o, st)
 	if err != nil {
 		return err
 	}
@@ -142,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Hub: hub, Metrics: metrics,
+	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Secrets: sec, Hub: hub, Metrics: metrics,
 		Provisioners: prov.registry, Logger: log, Ready: func() bool {
 			select {
 			case <-eng.Draining():
@@ -177,48 +175,38 @@ func Run(ctx context.Context, o Options) error {
 	return <-engDone
 }
 
-// bootstrapAuth returns the authenticator for the bootstrap admin token: the configured one,
-// or one generated at first start, printed once, and kept only as a hash in the data dir.
-func bootstrapAuth(o Options) (api.Authenticator, error) {
+// bootstrapAuth returns the hash of the bootstrap admin token: the configured one, or one
+// generated at first start, printed once, and kept only as a hash in the data dir.
+func bootstrapAuth(o Options) ([sha256.Size]byte, error) {
+	var none [sha256.Size]byte
 	if o.BootstrapToken != "" {
-		return hashedToken{hash: sha256.Sum256([]byte(o.BootstrapToken))}, nil
+		return sha256.Sum256([]byte(o.BootstrapToken)), nil
 	}
 	path := filepath.Join(o.DataDir, "bootstrap-token.sha256")
 	if b, err := os.ReadFile(path); err == nil {
 		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
 		if err != nil || len(raw) != sha256.Size {
-			return nil, fmt.Errorf("%s is damaged; delete it to generate a new token", path)
+			return none, fmt.Errorf("%s is damaged; delete it to generate a new token", path)
 		}
 		var h [sha256.Size]byte
 		copy(h[:], raw)
-		return hashedToken{hash: h}, nil
+		return h, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return none, err
 	}
-	buf := make([]byte, 32)
-	if _, err := rand.Read(buf); err != nil {
-		return nil, err
+	tok, err := authpkg.NewSecret()
+	if err != nil {
+		return none, err
 	}
-	tok := "gw_" + base64.RawURLEncoding.EncodeToString(buf)
 	h := sha256.Sum256([]byte(tok))
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return nil, err
+		return none, err
 	}
 	if err := os.WriteFile(path, []byte(hex.EncodeToString(h[:])+"\n"), 0o600); err != nil {
-		return nil, err
+		return none, err
 	}
-	fmt.Fprintf(o.Out, "\nGroundwork bootstrap admin token (shown once, keep it safe):\n\n  %s\n\n", tok)
-	return hashedToken{hash: h}, nil
-}
-
-type hashedToken struct{ hash [sha256.Size]byte }
-
-func (h hashedToken) Authenticate(_ context.Context, token string) (*api.Principal, error) {
-	got := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(got[:], h.hash[:]) != 1 {
-		return nil, api.ErrUnauthenticated
-	}
-	return &api.Principal{OrgID: DefaultOrg, Actor: "admin"}, nil
+	fmt.Fprintf(o.Out, "\nGroundwork bootstrap admin token for %s (shown once, keep it safe):\n\n  %s\n\n", BootstrapEmail, tok)
+	return h, nil
 }
 
 // jobsByStatus reports the ledger's job counts at scrape time.

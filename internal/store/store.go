@@ -51,6 +51,9 @@ type Store interface {
 	GetCloudAccount(ctx context.Context, orgID, id string) (*CloudAccount, error)
 	ListCloudAccounts(ctx context.Context, orgID string) ([]*CloudAccount, error)
 
+	AccessStore
+	AuditStore
+
 	// Wakeups delivers a signal whenever a job may have become due (created, queued, released),
 	// on this replica or, where the database can tell, on others. It is a hint: the engine also
 	// polls.

@@ -26,7 +26,7 @@ func scanSpace(r scanner) (*store.Space, error) {
 }
 
 func (s *Store) CreateSpace(ctx context.Context, sp *store.Space) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO spaces (`+spaceColumns+`)
+	_, err := s.q.ExecContext(ctx, `INSERT INTO spaces (`+spaceColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+s.dialect.JSON("$9")+`, $10)`,
 		sp.ID, sp.OrgID, sp.Name, sp.Provider, sp.Region, sp.SpaceType, sp.CloudAccountID, sp.Status,
 		rawText(sp.Config, "{}"), ms(sp.CreatedAt))
@@ -37,7 +37,7 @@ func (s *Store) CreateSpace(ctx context.Context, sp *store.Space) error {
 }
 
 func (s *Store) GetSpace(ctx context.Context, orgID, id string) (*store.Space, error) {
-	sp, err := scanSpace(s.db.QueryRowContext(ctx, `SELECT `+spaceColumns+` FROM spaces
+	sp, err := scanSpace(s.q.QueryRowContext(ctx, `SELECT `+spaceColumns+` FROM spaces
 		WHERE id = $1 AND ($2 = '' OR org_id = $2)`, id, orgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
@@ -49,7 +49,7 @@ func (s *Store) GetSpace(ctx context.Context, orgID, id string) (*store.Space, e
 }
 
 func (s *Store) ListSpaces(ctx context.Context, orgID string) ([]*store.Space, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+spaceColumns+` FROM spaces WHERE org_id = $1 ORDER BY id`, orgID)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+spaceColumns+` FROM spaces WHERE org_id = $1 ORDER BY id`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("list spaces: %w", err)
 	}
@@ -72,14 +72,14 @@ func (s *Store) DeleteSpace(ctx context.Context, orgID, id string) error {
 		return err
 	}
 	var live int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM provisioning_jobs
+	if err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM provisioning_jobs
 		WHERE space_id = $1 AND status NOT IN ('cancelled', 'deleted')`, id).Scan(&live); err != nil {
 		return fmt.Errorf("delete space: %w", err)
 	}
 	if live > 0 {
 		return fmt.Errorf("%w: %d job(s) still hold resources in this space", store.ErrInUse, live)
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM spaces WHERE id = $1 AND org_id = $2`, id, orgID); err != nil {
+	if _, err := s.q.ExecContext(ctx, `DELETE FROM spaces WHERE id = $1 AND org_id = $2`, id, orgID); err != nil {
 		return fmt.Errorf("delete space: %w", err)
 	}
 	return nil
@@ -101,7 +101,7 @@ func scanAccount(r scanner) (*store.CloudAccount, error) {
 }
 
 func (s *Store) CreateCloudAccount(ctx context.Context, a *store.CloudAccount) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO cloud_accounts (`+accountColumns+`)
+	_, err := s.q.ExecContext(ctx, `INSERT INTO cloud_accounts (`+accountColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, `+s.dialect.JSON("$9")+`, $10)`,
 		a.ID, a.OrgID, a.Name, a.Provider, a.Region, a.AuthMethod, a.CredentialsRef, a.PermissionLevel,
 		rawText(a.Config, "{}"), ms(a.CreatedAt))
@@ -112,7 +112,7 @@ func (s *Store) CreateCloudAccount(ctx context.Context, a *store.CloudAccount) e
 }
 
 func (s *Store) GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error) {
-	a, err := scanAccount(s.db.QueryRowContext(ctx, `SELECT `+accountColumns+` FROM cloud_accounts
+	a, err := scanAccount(s.q.QueryRowContext(ctx, `SELECT `+accountColumns+` FROM cloud_accounts
 		WHERE id = $1 AND ($2 = '' OR org_id = $2)`, id, orgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
@@ -124,7 +124,7 @@ func (s *Store) GetCloudAccount(ctx context.Context, orgID, id string) (*store.C
 }
 
 func (s *Store) ListCloudAccounts(ctx context.Context, orgID string) ([]*store.CloudAccount, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+accountColumns+` FROM cloud_accounts WHERE org_id = $1 ORDER BY id`, orgID)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+accountColumns+` FROM cloud_accounts WHERE org_id = $1 ORDER BY id`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("list cloud accounts: %w", err)
 	}

@@ -29,11 +29,24 @@ type Dialect struct {
 	Notify func(ctx context.Context, db *sql.DB) error
 }
 
-// Store is store.Store over a *sql.DB.
+// Store is store.Store over a *sql.DB, or over one transaction of it (see Audited).
 type Store struct {
 	db      *sql.DB
+	q       querier // db, or the transaction this copy is bound to
 	dialect Dialect
+	hub     *wakeHub
+	// tx is set on a copy bound to a transaction: wake-ups wait for the commit.
+	tx *txState
+}
 
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type wakeHub struct {
 	mu   sync.Mutex
 	subs map[chan struct{}]struct{}
 }
@@ -45,7 +58,7 @@ func New(db *sql.DB, d Dialect) *Store {
 	if d.JSON == nil {
 		d.JSON = func(p string) string { return p }
 	}
-	return &Store{db: db, dialect: d, subs: map[chan struct{}]struct{}{}}
+	return &Store{db: db, q: db, dialect: d, hub: &wakeHub{subs: map[chan struct{}]struct{}{}}}
 }
 
 // DB exposes the handle for the implementation packages (LISTEN, migrations, dumps in tests).
@@ -159,7 +172,7 @@ func (s *Store) CreateJob(ctx context.Context, p *store.CreateJobParams) (*job.J
 		lease_token, lease_expires_at, lease_ttl_ms, next_run_at, version, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, %s, $10, $11, %s, %s, %s, $15, $16, 0, %s, '', 0, NULL, $18, $19, 1, $20, $20)
 		RETURNING `+JobColumns, js("$9"), js("$12"), js("$13"), js("$14"), js("$17"))
-	row := s.db.QueryRowContext(ctx, q, j.ID, j.OrgID, j.SpaceID, j.Kind, j.Family, j.Provider, j.Mode, j.Name, tags,
+	row := s.q.QueryRowContext(ctx, q, j.ID, j.OrgID, j.SpaceID, j.Kind, j.Family, j.Provider, j.Mode, j.Name, tags,
 		j.SubjectType, j.SubjectID, rawText(j.Config, "{}"), rawText(j.Infra, "{}"), steps, j.Status, j.Phase,
 		failure, j.LeaseTTL.Milliseconds(), ms(j.NextRunAt), ms(p.Now))
 	out, err := scanJob(row)
@@ -174,7 +187,7 @@ func (s *Store) CreateJob(ctx context.Context, p *store.CreateJobParams) (*job.J
 
 func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error) {
 	q := `SELECT ` + JobColumns + ` FROM provisioning_jobs WHERE id = $1 AND ($2 = '' OR org_id = $2)`
-	j, err := scanJob(s.db.QueryRowContext(ctx, q, p.ID, p.OrgID))
+	j, err := scanJob(s.q.QueryRowContext(ctx, q, p.ID, p.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -194,7 +207,7 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 		WHERE org_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR family = $3)
 		AND ($4 = '' OR space_id = $4) AND ($5 = '' OR id < $5)
 		ORDER BY id DESC LIMIT $6`
-	rows, err := s.db.QueryContext(ctx, q, p.OrgID, string(p.Status), string(p.Family), p.SpaceID, p.After, limit+1)
+	rows, err := s.q.QueryContext(ctx, q, p.OrgID, string(p.Status), string(p.Family), p.SpaceID, p.After, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
@@ -276,7 +289,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*job.J
 	q := fmt.Sprintf(`UPDATE provisioning_jobs SET %s, version = version + 1
 		WHERE id = $%d AND ($%d = '' OR org_id = $%d) AND version = $%d RETURNING `+JobColumns,
 		strings.Join(sets, ", "), n-2, n-1, n-1, n)
-	j, err := scanJob(s.db.QueryRowContext(ctx, q, args...))
+	j, err := scanJob(s.q.QueryRowContext(ctx, q, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, gerr := s.GetJob(ctx, &store.GetJobParams{OrgID: p.OrgID, ID: p.ID}); gerr != nil {
 			return nil, gerr
@@ -296,7 +309,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, s.dialect.ClaimSQL, p.Owner, ms(p.Now), p.Limit)
+	rows, err := s.q.QueryContext(ctx, s.dialect.ClaimSQL, p.Owner, ms(p.Now), p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
@@ -316,6 +329,13 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job
 }
 
 func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
+	if action := terminalAction(p.Status); action != "" {
+		return s.auditedCheckpoint(ctx, p, action)
+	}
+	return s.checkpoint(ctx, p)
+}
+
+func (s *Store) checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
 	steps, err := jsonText(p.Steps)
 	if err != nil {
 		return nil, err
@@ -338,7 +358,7 @@ func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job
 		version = version + 1, updated_at = $8
 		WHERE id = $9 AND lease_token = $10 AND status = 'running'
 		RETURNING `+JobColumns, js("$1"), js("$2"), js("$5"))
-	row := s.db.QueryRowContext(ctx, q, steps, rawText(p.Infra, "{}"), string(p.Status), string(p.Phase), failure,
+	row := s.q.QueryRowContext(ctx, q, steps, rawText(p.Infra, "{}"), string(p.Status), string(p.Phase), failure,
 		ms(p.NextRunAt), boolInt(p.Release), ms(p.Now), p.ID, p.LeaseToken)
 	j, err := scanJob(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -357,7 +377,7 @@ func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job
 
 func (s *Store) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time.Time, error) {
 	var exp int64
-	err := s.db.QueryRowContext(ctx, `UPDATE provisioning_jobs SET lease_expires_at = $1 + lease_ttl_ms
+	err := s.q.QueryRowContext(ctx, `UPDATE provisioning_jobs SET lease_expires_at = $1 + lease_ttl_ms
 		WHERE id = $2 AND lease_token = $3 AND status = 'running' RETURNING lease_expires_at`,
 		ms(p.Now), p.ID, p.LeaseToken).Scan(&exp)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -370,7 +390,7 @@ func (s *Store) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time
 }
 
 func (s *Store) CountJobs(ctx context.Context) (map[job.Status]int, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM provisioning_jobs GROUP BY status`)
+	rows, err := s.q.QueryContext(ctx, `SELECT status, COUNT(*) FROM provisioning_jobs GROUP BY status`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
@@ -389,6 +409,10 @@ func (s *Store) CountJobs(ctx context.Context) (map[job.Status]int, error) {
 
 // wake tells local subscribers, and other replicas where the dialect can, that work may be due.
 func (s *Store) wake(ctx context.Context) {
+	if s.tx != nil {
+		s.tx.wake = true // after the commit, or the woken claimer finds nothing
+		return
+	}
 	s.Broadcast()
 	if s.dialect.Notify != nil {
 		// A lost notification only delays other replicas until their next poll.
@@ -399,9 +423,9 @@ func (s *Store) wake(ctx context.Context) {
 // Broadcast signals local subscribers without notifying other replicas (the PostgreSQL
 // listener calls it when a notification arrives).
 func (s *Store) Broadcast() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for ch := range s.subs {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	for ch := range s.hub.subs {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -411,14 +435,14 @@ func (s *Store) Broadcast() {
 
 func (s *Store) Wakeups(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	s.mu.Lock()
-	s.subs[ch] = struct{}{}
-	s.mu.Unlock()
+	s.hub.mu.Lock()
+	s.hub.subs[ch] = struct{}{}
+	s.hub.mu.Unlock()
 	go func() {
 		<-ctx.Done()
-		s.mu.Lock()
-		delete(s.subs, ch)
-		s.mu.Unlock()
+		s.hub.mu.Lock()
+		delete(s.hub.subs, ch)
+		s.hub.mu.Unlock()
 	}()
 	return ch
 }

@@ -1,0 +1,179 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/groundworkhq/groundwork/internal/audit"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+type txState struct{ wake bool }
+
+// Audited runs fn on a copy of the store bound to one transaction, appends e in it and
+// commits. Called on a copy already in a transaction, it joins that transaction.
+func (s *Store) Audited(ctx context.Context, e *audit.Entry, fn func(tx store.Store) error) error {
+	if s.tx != nil {
+		if err := fn(s); err != nil {
+			return err
+		}
+		return s.insertAudit(ctx, e)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	ts := &Store{db: s.db, q: tx, dialect: s.dialect, hub: s.hub, tx: &txState{}}
+	if err := fn(ts); err != nil {
+		return err
+	}
+	if err := ts.insertAudit(ctx, e); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if ts.tx.wake {
+		s.wake(ctx)
+	}
+	return nil
+}
+
+func (s *Store) insertAudit(ctx context.Context, e *audit.Entry) error {
+	if e == nil {
+		return errors.New("audited change without an audit entry")
+	}
+	if err := e.Validate(); err != nil {
+		return err
+	}
+	if e.ID == "" {
+		e.ID = "aud_" + ulid.Make().String()
+	}
+	if e.CreatedAt.IsZero() {
+		return fmt.Errorf("audit entry %s has no time", e.Action)
+	}
+	var meta any
+	if len(e.Metadata) > 0 {
+		meta = string(e.Metadata)
+	}
+	_, err := s.q.ExecContext(ctx, `INSERT INTO audit_logs (id, org_id, scope, action, actor, resource_type,
+		resource_id, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		e.ID, e.OrgID, e.Scope, e.Action, e.Actor, e.ResourceType, e.ResourceID, meta, ms(e.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("write audit entry: %w", err)
+	}
+	return nil
+}
+
+// ListAudit pages through an org's entries, newest first.
+func (s *Store) ListAudit(ctx context.Context, f *audit.Filter) ([]*audit.Entry, int, error) {
+	where := []string{"org_id = $1"}
+	args := []any{f.OrgID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if len(f.Scopes) > 0 {
+		var ph []string
+		for _, sc := range f.Scopes {
+			args = append(args, sc)
+			ph = append(ph, fmt.Sprintf("$%d", len(args)))
+		}
+		where = append(where, "scope IN ("+strings.Join(ph, ", ")+")")
+	}
+	for _, c := range []struct{ col, v string }{{"action", f.Action}, {"actor", f.Actor},
+		{"resource_type", f.ResourceType}, {"resource_id", f.ResourceID}} {
+		if c.v != "" {
+			add(c.col+" = $%d", c.v)
+		}
+	}
+	if !f.From.IsZero() {
+		add("created_at >= $%d", ms(f.From))
+	}
+	if !f.To.IsZero() {
+		add("created_at < $%d", ms(f.To))
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_logs WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count audit entries: %w", err)
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > audit.MaxLimit {
+		limit = audit.DefaultLimit
+	}
+	page := max(f.Page, 1)
+	args = append(args, limit, (page-1)*limit)
+	rows, err := s.q.QueryContext(ctx, fmt.Sprintf(`SELECT id, org_id, scope, action, actor, resource_type, resource_id,
+		metadata, created_at FROM audit_logs WHERE %s ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d`,
+		cond, len(args)-1, len(args)), args...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("list audit entries: %w", err)
+	}
+	defer rows.Close()
+	out := []*audit.Entry{}
+	for rows.Next() {
+		var e audit.Entry
+		var meta sql.NullString
+		var created int64
+		if err := rows.Scan(&e.ID, &e.OrgID, &e.Scope, &e.Action, &e.Actor, &e.ResourceType, &e.ResourceID,
+			&meta, &created); err != nil {
+			return nil, 0, fmt.Errorf("list audit entries: %w", err)
+		}
+		if meta.Valid && meta.String != "" {
+			e.Metadata = []byte(meta.String)
+		}
+		e.CreatedAt = fromMS(created)
+		out = append(out, &e)
+	}
+	return out, total, rows.Err()
+}
+
+// terminalAction names the audit action of a checkpoint that ends a job, or "" for one that
+// does not: the engine's own changes are on the record at least where a job settles.
+func terminalAction(st job.Status) string {
+	switch st {
+	case job.StatusCompleted, job.StatusFailed, job.StatusCancelled, job.StatusDeleted:
+		return "provisioning-job." + string(st)
+	}
+	return ""
+}
+
+// auditedCheckpoint writes a terminal checkpoint and its audit entry in one transaction.
+func (s *Store) auditedCheckpoint(ctx context.Context, p *store.CheckpointParams, action string) (*job.Job, error) {
+	var out *job.Job
+	e := &audit.Entry{Scope: audit.ScopeProvisioning, Action: action, Actor: audit.ActorEngine,
+		ResourceType: "provisioning-job", ResourceID: p.ID, CreatedAt: p.Now}
+	err := s.Audited(ctx, e, func(tx store.Store) error {
+		j, err := tx.(*Store).checkpoint(ctx, p)
+		if err != nil {
+			return err
+		}
+		out, e.OrgID = j, j.OrgID
+		meta := map[string]any{"family": j.Family, "spaceID": j.SpaceID, "phase": j.Phase}
+		if j.Failure != nil {
+			meta["failureClass"], meta["failureCode"] = j.Failure.Class, j.Failure.Code
+		}
+		*e = *audit.New(j.OrgID, e.Scope, e.Action, e.Actor, e.ResourceType, e.ResourceID, meta)
+		e.CreatedAt = p.Now
+		return nil
+	})
+	return out, err
+}
+
+// isUnique reports whether err is a unique-constraint violation on either database.
+func isUnique(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := err.Error()
+	return strings.Contains(m, "UNIQUE constraint failed") || strings.Contains(m, "SQLSTATE 23505") ||
+		strings.Contains(m, "constraint failed: UNIQUE")
+}
