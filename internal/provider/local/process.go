@@ -134,9 +134,27 @@ func run(ctx context.Context, c *syscall.Credential, name string, args ...string
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, lastLines(out, 5))
+		return fmt.Errorf("%s: %w: %s", filepath.Base(name), err, errorLines(out))
 	}
 	return nil
+}
+
+// errorLines picks the lines of a tool's output that say what went wrong (MariaDB's tools end
+// with a long help text after the actual error).
+func errorLines(out []byte) string {
+	var picked []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "ERROR") || strings.Contains(l, "FATAL") || strings.Contains(l, "error:") {
+			picked = append(picked, strings.TrimSpace(l))
+		}
+	}
+	if len(picked) == 0 {
+		return lastLines(out, 5)
+	}
+	if len(picked) > 5 {
+		picked = picked[:5]
+	}
+	return strings.Join(picked, " | ")
 }
 
 func lastLines(b []byte, n int) string {
@@ -186,8 +204,13 @@ func (p *Provider) initMySQL(ctx context.Context, dir string, bins binaries) err
 	if err != nil {
 		return fmt.Errorf("current user: %w", err)
 	}
-	// --skip-test-db: no anonymous users and no world-writable test database.
-	return run(ctx, nil, bins.init, "--no-defaults", "--datadir="+filepath.Join(dir, "data"),
+	// A private tmpdir: concurrent bootstraps sharing /tmp collide on Aria temporary table
+	// names and crash (signal 11 in ha_maria::drop_table). --skip-test-db: no anonymous users
+	// and no world-writable test database.
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
+		return fmt.Errorf("create tmpdir: %w", err)
+	}
+	return run(ctx, nil, bins.init, "--no-defaults", "--datadir="+filepath.Join(dir, "data"), "--tmpdir="+filepath.Join(dir, "tmp"),
 		"--user="+u.Username, "--skip-test-db", "--auth-root-authentication-method=socket")
 }
 
@@ -248,7 +271,7 @@ func (p *Provider) start(ctx context.Context, dir string, spec ServerSpec, st st
 		if err != nil {
 			return 0, fmt.Errorf("current user: %w", err)
 		}
-		args = []string{"--no-defaults", "--datadir=" + data, "--port=" + strconv.Itoa(st.Port), "--bind-address=127.0.0.1",
+		args = []string{"--no-defaults", "--datadir=" + data, "--tmpdir=" + filepath.Join(dir, "tmp"), "--port=" + strconv.Itoa(st.Port), "--bind-address=127.0.0.1",
 			"--skip-name-resolve", "--socket=" + mysqlSocket(dir), "--pid-file=" + filepath.Join(dir, "mysqld.pid"), "--user=" + u.Username}
 		if !st.AdminReady {
 			r, w, err := os.Pipe()
