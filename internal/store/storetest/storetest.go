@@ -59,6 +59,9 @@ func Run(t *testing.T, newStore NewStore) {
 		"WakeupOnQueue":            testWakeup,
 		"CountJobs":                testCount,
 	}
+	for name, fn := range accessTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
