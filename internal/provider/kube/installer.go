@@ -1,0 +1,481 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v4/pkg/action"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/cli"
+	helmkube "helm.sh/helm/v4/pkg/kube"
+	"helm.sh/helm/v4/pkg/registry"
+	rcommon "helm.sh/helm/v4/pkg/release/common"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
+)
+
+// Labels Groundwork puts on releases, their objects and the namespaces it creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "groundwork"
+	LabelJobID     = "groundwork.io/job-id"
+	// labelSpec holds a digest of chart and values: a release whose digest matches is already
+	// what was asked for, so a re-run leaves it (and its revision) alone.
+	labelSpec = "groundwork.io/spec"
+)
+
+// ChartSource says where a chart comes from. Exactly one of Path, RepoURL (with Name) or OCI
+// is set.
+type ChartSource struct {
+	// Path is a local chart directory or packaged .tgz (tests, air-gapped installs).
+	Path string `json:"path,omitempty"`
+	// RepoURL is an HTTP chart repository; Name is the chart in it.
+	RepoURL string `json:"repoURL,omitempty"`
+	Name    string `json:"name,omitempty"`
+	// OCI is an oci:// chart reference.
+	OCI string `json:"oci,omitempty"`
+	// Version is the chart version (required for repositories, checked against local charts).
+	Version string `json:"version,omitempty"`
+}
+
+// Release is what InstallOrUpgrade makes true.
+type Release struct {
+	Name      string
+	Namespace string
+	Chart     ChartSource
+	// Values are the complete values (catalog defaults merged with the user's), nested.
+	Values map[string]any
+	// Labels go on the release record, on every object the chart renders and on the namespace
+	// when Groundwork creates it. LabelJobID ties them to the job.
+	Labels map[string]string
+}
+
+// ReleaseStatus describes a release as stored by Helm.
+type ReleaseStatus struct {
+	Name         string `json:"name"`
+	Namespace    string `json:"namespace"`
+	Revision     int    `json:"revision"`
+	Status       string `json:"status"`
+	Chart        string `json:"chart"`
+	ChartVersion string `json:"chartVersion"`
+	JobID        string `json:"jobID,omitempty"`
+	// Changed is true when the call installed or upgraded; false when the release already
+	// matched.
+	Changed bool `json:"changed"`
+}
+
+// InstallerOptions configure an Installer.
+type InstallerOptions struct {
+	// CacheDir holds downloaded charts and repository indexes; empty means a temporary folder.
+	CacheDir string
+	// HookTimeout bounds chart hooks (jobs run on install/upgrade); default 5 minutes.
+	HookTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Installer installs Helm releases into one cluster.
+type Installer struct {
+	cluster *Cluster
+	opts    InstallerOptions
+}
+
+// NewInstaller returns an installer for c.
+func NewInstaller(c *Cluster, opts InstallerOptions) *Installer {
+	if opts.HookTimeout == 0 {
+		opts.HookTimeout = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = filepath.Join(os.TempDir(), "groundwork-helm-cache")
+	}
+	return &Installer{cluster: c, opts: opts}
+}
+
+func (in *Installer) actionConfig(namespace string) (*action.Configuration, error) {
+	cfg := action.NewConfiguration(action.ConfigurationSetLogger(in.opts.Logger.Handler()))
+	if err := cfg.Init(&restGetter{cluster: in.cluster, namespace: namespace}, namespace, "secret"); err != nil {
+		return nil, fault.System(fmt.Errorf("helm configuration: %w", err))
+	}
+	return cfg, nil
+}
+
+func validateRelease(r Release) error {
+	switch {
+	case r.Name == "":
+		return fault.UserAction(errors.New("release name is empty"), CodeInvalidChart, "", "")
+	case r.Namespace == "":
+		return fault.UserAction(errors.New("release namespace is empty"), CodeInvalidChart, "", "")
+	}
+	return nil
+}
+
+// InstallOrUpgrade makes the release match r and returns its status. It is idempotent: when
+// the deployed release already has this chart and these values it changes nothing. A release
+// left pending by an operation of the same job that died (the job's lease guarantees that no
+// one else runs it) is marked failed and upgraded, so it ends deployed once. The call does not
+// wait for workloads to become ready; Ready reports that.
+func (in *Installer) InstallOrUpgrade(ctx context.Context, r Release) (ReleaseStatus, error) {
+	if err := validateRelease(r); err != nil {
+		return ReleaseStatus{}, err
+	}
+	if _, err := in.cluster.Ping(ctx); err != nil {
+		return ReleaseStatus{}, err
+	}
+	ch, err := in.loadChart(ctx, r.Chart)
+	if err != nil {
+		return ReleaseStatus{}, err
+	}
+	vals := r.Values
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	spec, err := specDigest(ch, vals, r.Labels)
+	if err != nil {
+		return ReleaseStatus{}, fault.System(err)
+	}
+	labels := map[string]string{LabelManagedBy: ManagedBy}
+	for k, v := range r.Labels {
+		labels[k] = v
+	}
+	if err := in.ensureNamespace(ctx, r.Namespace, labels); err != nil {
+		return ReleaseStatus{}, err
+	}
+	cfg, err := in.actionConfig(r.Namespace)
+	if err != nil {
+		return ReleaseStatus{}, err
+	}
+	last, err := lastRelease(cfg, r.Name)
+	if err != nil {
+		return ReleaseStatus{}, classify("read release history", err)
+	}
+	if last != nil && last.Info.Status != rcommon.StatusUninstalled {
+		if last.Labels[LabelManagedBy] != ManagedBy {
+			return ReleaseStatus{}, fault.UserAction(
+				fmt.Errorf("release %s/%s exists and is not managed by Groundwork", r.Namespace, r.Name),
+				CodeReleaseConflict, "uninstall the existing release or install the component into another namespace", "")
+		}
+		if last.Info.Status.IsPending() {
+			if err := in.recoverPending(cfg, last, r.Labels[LabelJobID]); err != nil {
+				return ReleaseStatus{}, err
+			}
+		} else if last.Info.Status == rcommon.StatusDeployed && last.Labels[labelSpec] == spec {
+			return statusOf(last, false), nil
+		}
+	}
+	labels[labelSpec] = spec
+	post := &labelRenderer{labels: withoutKey(labels, labelSpec)}
+
+	var rel *release.Release
+	if last == nil || last.Info.Status == rcommon.StatusUninstalled {
+		inst := action.NewInstall(cfg)
+		inst.ReleaseName = r.Name
+		inst.Namespace = r.Namespace
+		inst.Labels = labels
+		inst.PostRenderer = post
+		inst.WaitStrategy = helmkube.HookOnlyStrategy
+		inst.Timeout = in.opts.HookTimeout
+		inst.ServerSideApply = true
+		// A release uninstalled with history kept is replaced rather than refused.
+		inst.Replace = last != nil
+		res, err := inst.RunWithContext(ctx, ch, vals)
+		if err != nil {
+			return ReleaseStatus{}, classifyHelm("install "+r.Name, err)
+		}
+		rel, err = asRelease(res)
+		if err != nil {
+			return ReleaseStatus{}, err
+		}
+	} else {
+		up := action.NewUpgrade(cfg)
+		up.Namespace = r.Namespace
+		up.Labels = labels
+		up.PostRenderer = post
+		up.WaitStrategy = helmkube.HookOnlyStrategy
+		up.Timeout = in.opts.HookTimeout
+		// The values given are complete; nothing of the previous revision's should linger.
+		up.ResetValues = true
+		up.MaxHistory = 10
+		res, err := up.RunWithContext(ctx, r.Name, ch, vals)
+		if err != nil {
+			return ReleaseStatus{}, classifyHelm("upgrade "+r.Name, err)
+		}
+		rel, err = asRelease(res)
+		if err != nil {
+			return ReleaseStatus{}, err
+		}
+	}
+	in.opts.Logger.InfoContext(ctx, "helm release applied", "release", r.Name, "namespace", r.Namespace, "revision", rel.Version, "status", rel.Info.Status)
+	return statusOf(rel, true), nil
+}
+
+// recoverPending settles a revision that a dead worker left pending-install or pending-upgrade.
+// Helm refuses every operation on a pending release, as a lock. The lock is ours only when the
+// revision carries this job's ID: then the engine's lease proves its writer is gone, and the
+// revision is marked failed so that the upgrade that follows applies the chart again
+// (creating what is missing, patching what exists) and ends deployed.
+func (in *Installer) recoverPending(cfg *action.Configuration, last *release.Release, jobID string) error {
+	owner := last.Labels[LabelJobID]
+	if jobID == "" || owner != jobID {
+		return transient(fmt.Errorf("release %s/%s has an operation in progress (%s) by job %q", last.Namespace, last.Name, last.Info.Status, owner), "ReleasePending")
+	}
+	in.opts.Logger.Warn("recovering release left pending by an interrupted run", "release", last.Name, "namespace", last.Namespace, "revision", last.Version, "status", last.Info.Status)
+	last.SetStatus(rcommon.StatusFailed, "interrupted before it finished; superseded by a retry of job "+jobID)
+	if err := cfg.Releases.Update(last); err != nil {
+		return classify("mark interrupted release failed", err)
+	}
+	return nil
+}
+
+// Uninstall removes the release and the objects it created. A release that does not exist is
+// already uninstalled. When jobID is set, a release now carrying another job's ID (a later
+// install of the same component took it over) is left alone.
+func (in *Installer) Uninstall(ctx context.Context, name, namespace, jobID string) (bool, error) {
+	if _, err := in.cluster.Ping(ctx); err != nil {
+		return false, err
+	}
+	cfg, err := in.actionConfig(namespace)
+	if err != nil {
+		return false, err
+	}
+	last, err := lastRelease(cfg, name)
+	if err != nil {
+		return false, classify("read release history", err)
+	}
+	if last == nil {
+		return false, nil
+	}
+	if jobID != "" && last.Labels[LabelJobID] != jobID {
+		in.opts.Logger.InfoContext(ctx, "release belongs to another job; not uninstalling", "release", name, "namespace", namespace, "owner", last.Labels[LabelJobID])
+		return false, nil
+	}
+	un := action.NewUninstall(cfg)
+	un.IgnoreNotFound = true
+	un.WaitStrategy = helmkube.HookOnlyStrategy
+	un.DeletionPropagation = "background"
+	un.Timeout = in.opts.HookTimeout
+	if _, err := un.Run(name); err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return false, nil
+		}
+		return false, classifyHelm("uninstall "+name, err)
+	}
+	return true, nil
+}
+
+// Status returns the latest revision of the release; found is false when there is none.
+func (in *Installer) Status(ctx context.Context, name, namespace string) (ReleaseStatus, bool, error) {
+	if _, err := in.cluster.Ping(ctx); err != nil {
+		return ReleaseStatus{}, false, err
+	}
+	cfg, err := in.actionConfig(namespace)
+	if err != nil {
+		return ReleaseStatus{}, false, err
+	}
+	last, err := lastRelease(cfg, name)
+	if err != nil {
+		return ReleaseStatus{}, false, classify("read release history", err)
+	}
+	if last == nil {
+		return ReleaseStatus{}, false, nil
+	}
+	return statusOf(last, false), true, nil
+}
+
+// History returns every stored revision, oldest first.
+func (in *Installer) History(ctx context.Context, name, namespace string) ([]ReleaseStatus, error) {
+	cfg, err := in.actionConfig(namespace)
+	if err != nil {
+		return nil, err
+	}
+	rels, err := history(cfg, name)
+	if err != nil {
+		return nil, classify("read release history", err)
+	}
+	out := make([]ReleaseStatus, len(rels))
+	for i, r := range rels {
+		out[i] = statusOf(r, false)
+	}
+	return out, nil
+}
+
+func history(cfg *action.Configuration, name string) ([]*release.Release, error) {
+	hs, err := cfg.Releases.History(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*release.Release, 0, len(hs))
+	for _, h := range hs {
+		r, err := asRelease(h)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *release.Release) int { return a.Version - b.Version })
+	return out, nil
+}
+
+func lastRelease(cfg *action.Configuration, name string) (*release.Release, error) {
+	hs, err := history(cfg, name)
+	if err != nil || len(hs) == 0 {
+		return nil, err
+	}
+	return hs[len(hs)-1], nil
+}
+
+func asRelease(r any) (*release.Release, error) {
+	switch v := r.(type) {
+	case *release.Release:
+		return v, nil
+	case release.Release:
+		return &v, nil
+	}
+	return nil, fault.System(fmt.Errorf("unexpected release type %T", r))
+}
+
+func statusOf(r *release.Release, changed bool) ReleaseStatus {
+	s := ReleaseStatus{Name: r.Name, Namespace: r.Namespace, Revision: r.Version, Changed: changed, JobID: r.Labels[LabelJobID]}
+	if r.Info != nil {
+		s.Status = string(r.Info.Status)
+	}
+	if r.Chart != nil && r.Chart.Metadata != nil {
+		s.Chart = r.Chart.Metadata.Name
+		s.ChartVersion = r.Chart.Metadata.Version
+	}
+	return s
+}
+
+func (in *Installer) ensureNamespace(ctx context.Context, name string, labels map[string]string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: withoutKey(labels, labelSpec)}}
+	_, err := in.cluster.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return classify("create namespace "+name, err)
+}
+
+// loadChart fetches (if remote) and loads the chart, checking the version when one is asked.
+func (in *Installer) loadChart(ctx context.Context, src ChartSource) (*chart.Chart, error) {
+	var path string
+	switch {
+	case src.Path != "":
+		path = src.Path
+	case src.RepoURL != "" || src.OCI != "":
+		p, err := in.locate(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	default:
+		return nil, fault.UserAction(errors.New("chart: no path, repository or OCI reference"), CodeInvalidChart, "", "")
+	}
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, fault.UserAction(fmt.Errorf("load chart %s: %w", path, err), CodeInvalidChart, "check the chart source", "")
+	}
+	if src.Version != "" && ch.Metadata.Version != src.Version {
+		return nil, fault.UserAction(fmt.Errorf("chart %s has version %s, want %s", ch.Metadata.Name, ch.Metadata.Version, src.Version), CodeInvalidChart, "", "")
+	}
+	return ch, nil
+}
+
+func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) {
+	settings := cli.New()
+	settings.RepositoryCache = filepath.Join(in.opts.CacheDir, "repository")
+	settings.ContentCache = filepath.Join(in.opts.CacheDir, "content")
+	settings.RepositoryConfig = filepath.Join(in.opts.CacheDir, "repositories.yaml")
+	settings.RegistryConfig = filepath.Join(in.opts.CacheDir, "registry.json")
+	rc, err := registry.NewClient(registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig))
+	if err != nil {
+		return "", fault.System(fmt.Errorf("registry client: %w", err))
+	}
+	loc := action.NewInstall(action.NewConfiguration())
+	loc.SetRegistryClient(rc)
+	loc.Version = src.Version
+	name := src.OCI
+	if src.RepoURL != "" {
+		loc.RepoURL = src.RepoURL
+		name = src.Name
+	}
+	p, err := loc.LocateChart(name, settings)
+	if err != nil {
+		// A repository that does not answer may come back; a chart it lacks will not.
+		if isUnreachable(err) {
+			return "", transient(fmt.Errorf("fetch chart %s: %w", name, err), "ChartRepositoryUnreachable")
+		}
+		return "", fault.UserAction(fmt.Errorf("fetch chart %s %s: %w", name, src.Version, err), CodeInvalidChart, "check the chart repository, name and version", "")
+	}
+	return p, nil
+}
+
+// classifyHelm classifies an error from a Helm action. Values that the chart's own schema
+// rejects and manifests the API server refuses as invalid need the user; the rest is as for
+// client-go.
+func classifyHelm(op string, err error) error {
+	if isClassified(err) {
+		return err
+	}
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
+		return fault.UserAction(fmt.Errorf("%s: %w", op, err), CodeInvalidValues, "fix the component values", "")
+	}
+	return classify(op, err)
+}
+
+// specDigest identifies what a release should be: chart identity and content, values and
+// labels. Equal digests mean an upgrade would change nothing.
+func specDigest(ch *chart.Chart, vals map[string]any, labels map[string]string) (string, error) {
+	type file struct {
+		Name string
+		Data []byte
+	}
+	var files []file
+	for _, t := range ch.Templates {
+		files = append(files, file{t.Name, t.Data})
+	}
+	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.Name, b.Name) })
+	b, err := json.Marshal(struct {
+		Name, Version string
+		Files         []file
+		Defaults      map[string]any
+		Values        map[string]any
+		Labels        map[string]string
+	}{ch.Metadata.Name, ch.Metadata.Version, files, ch.Values, vals, labels})
+	if err != nil {
+		return "", fmt.Errorf("digest release spec: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	// A label value holds at most 63 characters.
+	return hex.EncodeToString(sum[:])[:40], nil
+}
+
+func withoutKey(m map[string]string, key string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}
