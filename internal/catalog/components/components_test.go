@@ -3,6 +3,8 @@ package components
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -227,5 +229,27 @@ func TestParseRejectsBrokenCatalogs(t *testing.T) {
 	}
 	if _, err := Parse([]byte("components:" + good)); err != nil {
 		t.Fatalf("good catalog: %v", err)
+	}
+}
+
+func TestListHandler(t *testing.T) {
+	t.Parallel()
+	cat, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	cat.ListHandler()(rec, httptest.NewRequest(http.MethodGet, "/api/catalog/components", nil))
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d type %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	var body struct {
+		Data []Summary `json:"data"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Data) != 5 || body.Data[1].ID != "cert-manager" || body.Data[1].Category != "tls" {
+		t.Fatalf("data = %+v", body.Data)
 	}
 }
