@@ -11,6 +11,8 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 )
 
 func TestIAMRolesPerFamily(t *testing.T) {
@@ -215,4 +217,12 @@ func TestDNSZoneRecordsAndPeering(t *testing.T) {
 	if n := countJobEC2(t, p, tags) + countJobEC2(t, p, bTags); n != 0 {
 		t.Fatalf("%d resources left", n)
 	}
+}
+
+func TestSecretsManagerConformance(t *testing.T) {
+	t.Parallel()
+	secretstest.Run(t, func(t *testing.T) secrets.SecretStore {
+		p, _ := testProvider(t, "eu-north-1")
+		return p.Secrets(testTags(t))
+	})
 }
