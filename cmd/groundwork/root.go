@@ -41,6 +41,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	root.AddCommand(newServe(), newMigrate(), newJobs(g), newSpaces(g), newAccounts(g), newCatalog(g))
 	root.AddCommand(newProvisioners(g))
+	root.AddCommand(newTokens(g), newUsers(g), newRoles(g), newAuditLogs(g))
 	return root
 }
 
