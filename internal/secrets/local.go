@@ -151,10 +151,12 @@ func (l *Local) Put(ctx context.Context, key, value string) (string, error) {
 }
 
 // refForName returns the reference a name is bound to, binding a new one the first time. The
-// binding is a file created with O_EXCL so that concurrent Puts of one name agree on one ref.
+// binding file is written in full under a temporary name and then hard-linked into place: the
+// link fails if the name is taken, so concurrent Puts of one name agree on one ref, and no
+// reader ever sees a half-written binding.
 func (l *Local) refForName(name string) (string, error) {
 	np := l.namePath(name)
-	for range 2 {
+	for range 3 {
 		b, err := os.ReadFile(np)
 		if err == nil {
 			return strings.TrimSpace(string(b)), nil
@@ -163,22 +165,27 @@ func (l *Local) refForName(name string) (string, error) {
 			return "", fmt.Errorf("read secret name: %w", err)
 		}
 		ref := LocalPrefix + "sec_" + ulid.Make().String()
-		f, err := os.OpenFile(np, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.CreateTemp(filepath.Dir(np), ".bind-*")
+		if err != nil {
+			return "", fmt.Errorf("bind secret name: %w", err)
+		}
+		tmp := f.Name()
+		_, werr := f.WriteString(ref)
+		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+			_ = os.Remove(tmp)
+			return "", fmt.Errorf("bind secret name: %w", err)
+		}
+		err = os.Link(tmp, np)
+		_ = os.Remove(tmp)
 		if errors.Is(err, fs.ErrExist) {
 			continue // another writer bound it first; read theirs
 		}
 		if err != nil {
 			return "", fmt.Errorf("bind secret name: %w", err)
 		}
-		_, werr := f.WriteString(ref)
-		cerr := f.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			_ = os.Remove(np)
-			return "", fmt.Errorf("bind secret name: %w", err)
-		}
 		return ref, nil
 	}
-	return "", errors.New("bind secret name: lost a race twice")
+	return "", errors.New("bind secret name: lost a race repeatedly")
 }
 
 func (l *Local) namePath(name string) string {
