@@ -7,18 +7,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/protocol"
 )
 
 func newProvisioners(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "provisioners", Short: "Manage the provisioners that hold (category, type) pairs"}
 	var (
-		in    protocol.RegisterInput
-		pairs []string
+		in     protocol.RegisterInput
+		pairs  []string
+		server string
 	)
 	register := &cobra.Command{
 		Use:   "register",
 		Short: "Register a remote provisioner for one or more pairs",
+		Long: "Register a remote provisioner for one or more pairs. Here --url is the provisioner's URL;\n" +
+			"name the Groundwork server with --server or GROUNDWORK_URL.",
 		Example: "  groundwork provisioners register --name buckets --url http://10.0.0.5:8081 \\\n" +
 			"    --pair managed-resource/bucket",
 		Args: cobra.NoArgs,
@@ -31,15 +35,22 @@ func newProvisioners(g *globals) *cobra.Command {
 				}
 				in.Pairs = append(in.Pairs, p)
 			}
+			c := g.client()
+			if server != "" {
+				c = client.New(server, g.token)
+			}
 			var p protocol.Provisioner
-			if err := g.client().Do(ctxOf(cmd), "POST", "/api/provisioners", in, &p); err != nil {
+			if err := c.Do(ctxOf(cmd), "POST", "/api/provisioners", in, &p); err != nil {
 				return err
 			}
 			return g.printOut(cmd.OutOrStdout(), p, provisionerHeader, func(add func(...any)) { addProvisioner(add, p) })
 		},
 	}
 	register.Flags().StringVar(&in.Name, "name", "", "provisioner name")
+	// --url is the provisioner's here, as the docs spell the command; it shadows the global
+	// --url, so the server gets a flag of its own.
 	register.Flags().StringVar(&in.URL, "url", "", "base URL the provisioner serves the protocol at")
+	register.Flags().StringVar(&server, "server", "", "Groundwork server URL (default GROUNDWORK_URL or http://localhost:5087)")
 	register.Flags().StringSliceVar(&pairs, "pair", nil, "a pair it holds, as category/type (repeat for more)")
 	for _, f := range []string{"name", "url", "pair"} {
 		_ = register.MarkFlagRequired(f)
