@@ -308,39 +308,85 @@ func (p *Provider) TargetIDs(ctx context.Context, tgARN string) ([]string, error
 // DeleteLoadBalancer removes listeners, the ALB, the target group and a self-signed certificate
 // of the job, each found by name or tag. Missing pieces are success.
 func (p *Provider) DeleteLoadBalancer(ctx context.Context, t Tags) error {
-	if out, err := p.elb.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{lbName(t, "gw-")}}); err == nil {
-		for _, lb := range out.LoadBalancers {
-			ls, err := p.elb.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
-			if err != nil {
-				return p.classify(err, false)
-			}
-			for _, l := range ls.Listeners {
-				if _, err := p.elb.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: l.ListenerArn}); err != nil && !isCode(err, "ListenerNotFound") {
-					return p.classify(err, false)
-				}
-			}
-			if _, err := p.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: lb.LoadBalancerArn}); err != nil && !isCode(err, "LoadBalancerNotFound") {
-				return p.classify(err, false)
-			}
-		}
-	} else if !isCode(err, "LoadBalancerNotFound") {
+	if err := p.DeleteListeners(ctx, t); err != nil {
+		return err
+	}
+	if err := p.DeleteALB(ctx, t); err != nil {
+		return err
+	}
+	return p.DeleteTargetGroup(ctx, t)
+}
+
+func (p *Provider) jobLB(ctx context.Context, t Tags) (*elbtypes.LoadBalancer, error) {
+	out, err := p.elb.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{lbName(t, "gw-")}})
+	if isCode(err, "LoadBalancerNotFound") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, p.classify(err, false)
+	}
+	if len(out.LoadBalancers) == 0 {
+		return nil, nil
+	}
+	return &out.LoadBalancers[0], nil
+}
+
+// DeleteListeners removes the ALB's listeners.
+func (p *Provider) DeleteListeners(ctx context.Context, t Tags) error {
+	lb, err := p.jobLB(ctx, t)
+	if err != nil || lb == nil {
+		return err
+	}
+	ls, err := p.elb.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: lb.LoadBalancerArn})
+	if err != nil {
 		return p.classify(err, false)
 	}
-	if out, err := p.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{lbName(t, "gt-")}}); err == nil {
-		for _, tg := range out.TargetGroups {
-			if _, err := p.elb.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn}); err != nil && !isCode(err, "TargetGroupNotFound") {
-				return p.classify(err, true) // ResourceInUse while the LB lets go: transient
-			}
+	for _, l := range ls.Listeners {
+		if _, err := p.elb.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: l.ListenerArn}); err != nil && !isCode(err, "ListenerNotFound") {
+			return p.classify(err, false)
 		}
-	} else if !isCode(err, "TargetGroupNotFound") {
-		return p.classify(err, false)
+	}
+	return nil
+}
+
+// DeleteALB removes the ALB (and its listeners) and the job's self-signed certificate.
+func (p *Provider) DeleteALB(ctx context.Context, t Tags) error {
+	if err := p.DeleteListeners(ctx, t); err != nil {
+		return err
+	}
+	lb, err := p.jobLB(ctx, t)
+	if err != nil {
+		return err
+	}
+	if lb != nil {
+		if _, err := p.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: lb.LoadBalancerArn}); err != nil && !isCode(err, "LoadBalancerNotFound") {
+			return p.classify(err, false)
+		}
 	}
 	arn, selfSigned, err := p.findSelfSigned(ctx, t)
 	if err != nil || !selfSigned {
 		return err
 	}
+	// ResourceInUse while the deleted LB still holds it: transient by classification.
 	if _, err := p.acm.DeleteCertificate(ctx, &acm.DeleteCertificateInput{CertificateArn: &arn}); err != nil && !isCode(err, "ResourceNotFoundException") {
 		return p.classify(err, false)
+	}
+	return nil
+}
+
+// DeleteTargetGroup removes the job's target group.
+func (p *Provider) DeleteTargetGroup(ctx context.Context, t Tags) error {
+	out, err := p.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{lbName(t, "gt-")}})
+	if isCode(err, "TargetGroupNotFound") {
+		return nil
+	}
+	if err != nil {
+		return p.classify(err, false)
+	}
+	for _, tg := range out.TargetGroups {
+		if _, err := p.elb.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn}); err != nil && !isCode(err, "TargetGroupNotFound") {
+			return p.classify(err, true) // ResourceInUse while a listener lets go: transient
+		}
 	}
 	return nil
 }
