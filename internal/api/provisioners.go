@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/protocol"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Provisioners is the provisioner registry the /api/provisioners routes manage;
@@ -165,9 +167,14 @@ func (s *Server) ProtocolAuth(next http.Handler) http.Handler {
 			return
 		}
 		p, err := s.cfg.Auth.Authenticate(r.Context(), tok)
-		if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="groundwork", error="invalid_token"`)
-			writeProblem(w, r, problem(http.StatusUnauthorized, "the token is not valid"))
+			writeProblem(w, r, problem(http.StatusUnauthorized, "the token is not valid (unknown, expired or revoked)"))
+			return
+		}
+		if err != nil {
+			s.log.Error("provisioner call: authentication failed", "path", r.URL.Path, "error", err)
+			writeProblem(w, r, problem(http.StatusInternalServerError, "internal error; the server log has details"))
 			return
 		}
 		policy := protocolPolicy(r)
@@ -181,8 +188,51 @@ func (s *Server) ProtocolAuth(next http.Handler) http.Handler {
 				FieldError{Field: SpaceHeader, Rule: "required", Message: "is required"}))
 			return
 		}
+		if err := s.authorizeProtocolObject(r, p, policy, call.SpaceID); err != nil {
+			var pr *Problem
+			if !errors.As(err, &pr) {
+				s.log.Error("provisioner call: authorisation failed", "path", r.URL.Path, "error", err)
+				pr = problem(http.StatusInternalServerError, "internal error; the server log has details")
+			}
+			writeProblem(w, r, pr)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), protocolCallKey{}, call)))
 	})
+}
+
+// authorizeProtocolObject checks a principal whose grant of policy is narrower than the org
+// against what the call touches: the space it names, or the job behind an operation id. A
+// space or job of another org answers 404, as on the API's own routes.
+func (s *Server) authorizeProtocolObject(r *http.Request, p *Principal, policy, spaceID string) error {
+	if p.Perms == nil || p.Perms.OrgWide(policy) {
+		return nil
+	}
+	res, id := "space", spaceID
+	if i := strings.LastIndex(r.URL.Path, "/operations/"); r.Method == http.MethodGet && i >= 0 {
+		res, id = "provisioning", r.URL.Path[i+len("/operations/"):]
+	}
+	if id == "" {
+		return problem(http.StatusForbidden, "this needs the "+policy+" permission")
+	}
+	chain, err := newScopes(s.cfg.Store, p.OrgID).of(r.Context(), res, id)
+	if errors.Is(err, store.ErrNotFound) && res == "provisioning" {
+		return problem(http.StatusNotFound, "unknown operation "+id)
+	}
+	if err != nil {
+		return storeErr(err, res)
+	}
+	if !p.Perms.Allows(policy, chain...) {
+		return problem(http.StatusForbidden, "this needs the "+policy+" permission on "+res+" "+id)
+	}
+	return nil
+}
+
+// AuditedJobChange runs fn, a change to job jobID made on behalf of p outside the jobs API
+// (the provisioner protocol), in one transaction with its audit entry, as the jobs API records
+// its own changes. action is e.g. "provisioning-job.create".
+func (s *Server) AuditedJobChange(ctx context.Context, p *Principal, action, jobID string, meta map[string]any, fn func(tx store.Store) error) error {
+	return s.audited(ctx, p, entry(audit.ScopeProvisioning, action, "provisioning-job", jobID, meta), fn)
 }
 
 // PrepareJob validates a job and lays it out, without storing it, exactly as

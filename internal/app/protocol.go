@@ -110,10 +110,15 @@ func (pp *protocolParts) mount(srv *api.Server) {
 	srv.Handle("/provisioner/", http.StripPrefix("/provisioner", srv.ProtocolAuth(ps)))
 }
 
-// jobPreparer validates and lays out a job as the jobs API does; *api.Server implements it.
+// jobPreparer validates and lays out a job as the jobs API does, and records the changes
+// made to jobs in the audit log; *api.Server implements it.
 type jobPreparer interface {
 	PrepareJob(ctx context.Context, p *api.Principal, spaceID string, family job.Family, name string, config json.RawMessage) (*job.Job, error)
+	AuditedJobChange(ctx context.Context, p *api.Principal, action, jobID string, meta map[string]any, fn func(tx store.Store) error) error
 }
+
+// via marks audit entries of changes made through the provisioner protocol.
+const via = "provisioner-protocol"
 
 // protocolJobs is jobbackend.Jobs over the job ledger. The caller and its space come from the
 // request context (api.ProtocolAuth puts them there); the application is the job's name.
@@ -154,7 +159,7 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 			return nil, fmt.Errorf("job %s of request %s: %w", id, s.Key, err)
 		}
 		if s.Ensure == protocol.EnsureAbsent || !gone(j) {
-			return pj.settle(ctx, j)
+			return pj.settle(ctx, c, j)
 		}
 		// What this key created was deleted since: applying it again creates it anew.
 		stale = j.ID
@@ -171,7 +176,13 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 		draft.Tags = map[string]string{}
 	}
 	draft.Tags["groundwork.io/submitted-by"] = "provisioner-protocol"
-	created, err := pj.st.CreateJob(ctx, &store.CreateJobParams{Job: draft, Now: pj.now()})
+	var created *job.Job
+	err = pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.create", draft.ID,
+		map[string]any{"kind": draft.Family, "spaceID": draft.SpaceID, "mode": draft.Mode, "via": via},
+		func(tx store.Store) (err error) {
+			created, err = tx.CreateJob(ctx, &store.CreateJobParams{Job: draft, Now: pj.now()})
+			return err
+		})
 	if err != nil {
 		return nil, fmt.Errorf("store the job of request %s: %w", s.Key, err)
 	}
@@ -196,7 +207,7 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 			return nil, fmt.Errorf("job %s of request %s: %w", winner, s.Key, err)
 		}
 	}
-	return pj.settle(ctx, j)
+	return pj.settle(ctx, c, j)
 }
 
 // gone reports whether j's resource no longer exists (torn down or never made).
@@ -206,7 +217,7 @@ func gone(j *job.Job) bool {
 
 // settle moves the job of a key along: a draft (left by a crash between claim and queue) is
 // queued; a failed job is retried, since a provisioner keeps no failed result under a key.
-func (pj *protocolJobs) settle(ctx context.Context, j *job.Job) (*job.Job, error) {
+func (pj *protocolJobs) settle(ctx context.Context, c api.ProtocolCall, j *job.Job) (*job.Job, error) {
 	switch j.Status {
 	case job.StatusDraft:
 		now := pj.now()
@@ -218,7 +229,12 @@ func (pj *protocolJobs) settle(ctx context.Context, j *job.Job) (*job.Job, error
 		}
 		return out, err
 	case job.StatusFailed:
-		out, err := engine.Retry(ctx, pj.st, j, pj.now())
+		var out *job.Job
+		err := pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.retry", j.ID, map[string]any{"via": via},
+			func(tx store.Store) (err error) {
+				out, err = engine.Retry(ctx, tx, j, pj.now())
+				return err
+			})
 		if errors.Is(err, store.ErrVersionConflict) {
 			return nil, fault.Transient(fmt.Errorf("job %s changed while being retried: %w", j.ID, err))
 		}
@@ -233,7 +249,13 @@ func (pj *protocolJobs) teardown(ctx context.Context, c api.ProtocolCall, s jobb
 	if err != nil || cur == nil {
 		return nil, err
 	}
-	out, err := engine.Cancel(ctx, pj.st, cur, pj.now())
+	var out *job.Job
+	err = pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.delete", cur.ID,
+		map[string]any{"statusBefore": cur.Status, "via": via},
+		func(tx store.Store) (err error) {
+			out, err = engine.Cancel(ctx, tx, cur, pj.now())
+			return err
+		})
 	if err != nil {
 		return nil, fmt.Errorf("tear down %s: %w", cur.ID, err)
 	}

@@ -221,6 +221,17 @@ func (d dirRegistry) Steps(*job.Job) []pipeline.Step {
 			if err := os.Chmod(dir, repoMode); err != nil {
 				return pipeline.Result{}, fault.System(err)
 			}
+			// Like a cloud repository, it takes a moment to come up: the step waits (without
+			// holding a worker) until then, so an apply repeated at once finds the work going on.
+			var readyAt time.Time
+			if ok, err := r.Infra("readyAt", &readyAt); err != nil {
+				return pipeline.Result{}, fault.System(err)
+			} else if !ok {
+				readyAt = time.Now().Add(300 * time.Millisecond)
+			}
+			if time.Now().Before(readyAt) {
+				return pipeline.Wait(time.Until(readyAt), "repository coming up", map[string]any{"path": dir, "readyAt": readyAt}), nil
+			}
 			return pipeline.Done(map[string]any{"path": dir}), nil
 		},
 		Undo: func(_ context.Context, r *pipeline.Run) (pipeline.Result, error) {
@@ -326,5 +337,58 @@ func TestProtocolCallsNeedTokenAndSpace(t *testing.T) {
 				t.Fatalf("apply in an unknown space: %+v, want failed with code UnknownSpace", ans)
 			}
 		})
+	}
+}
+
+// An apply through /provisioner/ is a job like any other: it shows in the jobs API, its
+// creation and teardown are in the audit log, marked as coming through the protocol.
+func TestProtocolApplyIsAnAuditedJob(t *testing.T) {
+	t.Parallel()
+	repos := dirRegistry{root: t.TempDir()}
+	gw := apptest.Start(t, app.Options{Pipelines: []pipeline.Pipeline{repos}})
+	space := gw.Space(t, "audited")
+	pc, err := protocol.NewClient(gw.URL+"/provisioner", protocol.ClientOptions{HTTPClient: &http.Client{
+		Timeout: 10 * time.Second, Transport: &apptest.Transport{Token: gw.Token, Headers: map[string]string{api.SpaceHeader: space.ID}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	req := &protocol.Request{Kind: catalog.PairRegistry.Kind, Type: catalog.PairRegistry.Type, Application: "images",
+		Settings: json.RawMessage(`{"name":"images"}`)}
+	ans, err := pc.Apply(ctx, req)
+	if err != nil || ans.Outcome != protocol.OutcomeAccepted {
+		t.Fatalf("apply: %+v, %v", ans, err)
+	}
+	j := waitJob(t, gw.Client, ans.OperationID, 30*time.Second, "completed", func(j *job.Job) bool { return j.Status == job.StatusCompleted })
+	if j.Name != "images" || j.SpaceID != space.ID || j.Family != job.FamilyRegistry {
+		t.Fatalf("job %+v: want registry job images in space %s", j, space.ID)
+	}
+	del := *req
+	del.Ensure = protocol.EnsureAbsent
+	if ans, err := pc.Apply(ctx, &del); err != nil || ans.OperationID != j.ID {
+		t.Fatalf("apply absent: %+v, %v; want the teardown of %s", ans, err, j.ID)
+	}
+	waitJob(t, gw.Client, j.ID, 30*time.Second, "deleted", func(j *job.Job) bool { return j.Status == job.StatusDeleted })
+	if _, err := os.Stat(repos.dir(j)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("repository after teardown: %v, want it gone", err)
+	}
+	var log struct {
+		Data []struct {
+			Action     string          `json:"action"`
+			ResourceID string          `json:"resourceID"`
+			Metadata   json.RawMessage `json:"metadata"`
+		} `json:"data"`
+	}
+	if err := gw.Client.Do(ctx, http.MethodGet, "/api/audit-logs", nil, &log); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range log.Data {
+		if e.ResourceID == j.ID && strings.Contains(string(e.Metadata), `"via":"provisioner-protocol"`) {
+			seen[e.Action] = true
+		}
+	}
+	if !seen["provisioning-job.create"] || !seen["provisioning-job.delete"] {
+		t.Fatalf("audit entries for %s through the protocol: %v, want create and delete", j.ID, seen)
 	}
 }
