@@ -1,0 +1,206 @@
+// Package network is the network family's pipeline: validate → create network (VPC, public and
+// private subnets in two or more zones, internet gateway, NAT) → peering (skipped when none is
+// asked) → finalize. An existing VPC is adopted and never deleted.
+package network
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+)
+
+// Step names.
+const (
+	StepValidate = "validate"
+	StepNetwork  = "create_network"
+	StepPeering  = "create_peering"
+	StepFinalize = "finalize"
+)
+
+// Infra keys.
+const (
+	InfraNetwork = "network"
+	InfraPeering = "peering"
+)
+
+// Config is a network request.
+type Config struct {
+	CIDR      string   `json:"cidr,omitempty"`
+	AZCount   int      `json:"azCount,omitempty"`
+	NoNAT     bool     `json:"noNAT,omitempty"`
+	VPCID     string   `json:"vpcID,omitempty"`     // adopt an existing VPC
+	SubnetIDs []string `json:"subnetIDs,omitempty"` // with VPCID
+	Peering   *Peering `json:"peering,omitempty"`
+}
+
+// Peering asks for a VPC peering connection to another VPC.
+type Peering struct {
+	PeerVPCID   string `json:"peerVPCID"`
+	PeerOwnerID string `json:"peerOwnerID,omitempty"`
+	PeerRegion  string `json:"peerRegion,omitempty"`
+}
+
+// Result is what the network step records (provider-shaped, kept as JSON).
+type Result struct {
+	VPCID string         `json:"vpcID"`
+	Ready bool           `json:"ready"`
+	Data  map[string]any `json:"data,omitempty"`
+}
+
+// Driver is the cloud work; every method is idempotent and keyed by the job.
+type Driver interface {
+	EnsureNetwork(ctx context.Context, j *job.Job, c Config) (Result, error)
+	DeleteNetwork(ctx context.Context, j *job.Job) (done bool, err error)
+	EnsurePeering(ctx context.Context, j *job.Job, vpcID string, p Peering) (string, error)
+	DeletePeering(ctx context.Context, j *job.Job) error
+}
+
+// Resolver finds the driver for a job.
+type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
+
+// Pipeline is the network family's pipeline.
+type Pipeline struct {
+	resolve Resolver
+	poll    time.Duration
+}
+
+var _ pipeline.Pipeline = (*Pipeline)(nil)
+
+// New returns the pipeline.
+func New(resolve Resolver, poll time.Duration) *Pipeline {
+	if poll <= 0 {
+		poll = 10 * time.Second
+	}
+	return &Pipeline{resolve: resolve, poll: poll}
+}
+
+func (p *Pipeline) Family() job.Family      { return job.FamilyNetwork }
+func (p *Pipeline) LeaseTTL() time.Duration { return 5 * time.Minute }
+
+// DecodeConfig reads a job's config.
+func DecodeConfig(raw json.RawMessage) (Config, error) {
+	var c Config
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return c, fmt.Errorf("config: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Validate checks the config; errors name the field.
+func (c Config) Validate() error {
+	if c.CIDR != "" {
+		pfx, err := netip.ParsePrefix(c.CIDR)
+		if err != nil || !pfx.Addr().Is4() || pfx.Bits() < 16 || pfx.Bits() > 20 {
+			return fmt.Errorf("cidr: %q is not an IPv4 block between /16 and /20", c.CIDR)
+		}
+	}
+	if c.AZCount != 0 && (c.AZCount < 2 || c.AZCount > 6) {
+		return errors.New("azCount: between 2 and 6")
+	}
+	if len(c.SubnetIDs) > 0 && c.VPCID == "" {
+		return errors.New("subnetIDs: only with vpcID")
+	}
+	if c.Peering != nil && c.Peering.PeerVPCID == "" {
+		return errors.New("peering.peerVPCID: required")
+	}
+	return nil
+}
+
+func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
+	c, err := DecodeConfig(j.Config)
+	if err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
+	return []pipeline.Step{
+		{Name: StepValidate, Do: p.validate},
+		{Name: StepNetwork, Do: p.network, Undo: p.undoNetwork},
+		{Name: StepPeering, Do: p.peering, Undo: p.undoPeering},
+		{Name: StepFinalize, Do: func(context.Context, *pipeline.Run) (pipeline.Result, error) { return pipeline.Done(nil), nil }},
+	}
+}
+
+func (p *Pipeline) load(ctx context.Context, r *pipeline.Run) (Config, Driver, error) {
+	c, err := DecodeConfig(r.Job.Config)
+	if err != nil {
+		return c, nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	d, err := p.resolve(ctx, r.Job)
+	return c, d, err
+}
+
+func (p *Pipeline) validate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	if err := p.Validate(ctx, r.Job); err != nil {
+		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	return pipeline.Done(nil), nil
+}
+
+func (p *Pipeline) network(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	n, err := d.EnsureNetwork(ctx, r.Job, c)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !n.Ready {
+		return pipeline.Wait(p.poll, "waiting for the NAT gateway", map[string]any{InfraNetwork: n}), nil
+	}
+	return pipeline.Done(map[string]any{InfraNetwork: n}), nil
+}
+
+func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	_, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	done, err := d.DeleteNetwork(ctx, r.Job)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !done {
+		return pipeline.Wait(p.poll, "waiting for the NAT gateway to be deleted", nil), nil
+	}
+	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
+}
+
+func (p *Pipeline) peering(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if c.Peering == nil {
+		return pipeline.Skip("no peering asked for"), nil
+	}
+	var n Result
+	if ok, err := r.Infra(InfraNetwork, &n); err != nil || !ok {
+		return pipeline.Result{}, fault.System(fmt.Errorf("infra network missing: %v", err))
+	}
+	id, err := d.EnsurePeering(ctx, r.Job, n.VPCID, *c.Peering)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Done(map[string]any{InfraPeering: map[string]string{"id": id}}), nil
+}
+
+func (p *Pipeline) undoPeering(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	_, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Done(map[string]any{InfraPeering: nil}), d.DeletePeering(ctx, r.Job)
+}
