@@ -392,3 +392,63 @@ func TestProtocolApplyIsAnAuditedJob(t *testing.T) {
 		t.Fatalf("audit entries for %s through the protocol: %v, want create and delete", j.ID, seen)
 	}
 }
+
+// A grant on one space lets a user call Groundwork's provisioner in that space only, and a
+// viewer may plan but not apply.
+func TestProtocolHonoursScopedGrants(t *testing.T) {
+	t.Parallel()
+	gw := apptest.Start(t, app.Options{Pipelines: []pipeline.Pipeline{dirRegistry{root: t.TempDir()}}})
+	ctx := context.Background()
+	mine, other := gw.Space(t, "mine"), gw.Space(t, "other")
+	token := func(email, role string) string {
+		t.Helper()
+		if err := gw.Client.Do(ctx, http.MethodPost, "/api/users", map[string]string{"email": email}, nil); err != nil {
+			t.Fatalf("create user: %v", err)
+		}
+		if err := gw.Client.Do(ctx, http.MethodPost, "/api/role-assignments",
+			map[string]string{"email": email, "roleID": role, "scope": "space:" + mine.ID}, nil); err != nil {
+			t.Fatalf("assign %s on %s: %v", role, mine.ID, err)
+		}
+		var tok struct {
+			Secret string `json:"secret"`
+		}
+		if err := gw.Client.Do(ctx, http.MethodPost, "/api/tokens", map[string]string{"name": "t", "email": email}, &tok); err != nil {
+			t.Fatalf("token: %v", err)
+		}
+		return tok.Secret
+	}
+	editor, viewer := token("editor@example.com", "role_editor"), token("viewer@example.com", "role_viewer")
+	body := `{"kind":"managed-resource","type":"registry","application":"scoped","settings":{"name":"images"}}`
+	cases := map[string]struct {
+		token, call, space string
+		status             int
+	}{
+		"editor plans in its space":    {editor, "plan", mine.ID, http.StatusOK},
+		"editor applies in its space":  {editor, "apply", mine.ID, http.StatusAccepted},
+		"editor plans elsewhere":       {editor, "plan", other.ID, http.StatusForbidden},
+		"editor applies elsewhere":     {editor, "apply", other.ID, http.StatusForbidden},
+		"viewer plans in its space":    {viewer, "plan", mine.ID, http.StatusOK},
+		"viewer may not apply":         {viewer, "apply", mine.ID, http.StatusForbidden},
+		"space of nobody is not found": {editor, "plan", "spc_nope", http.StatusNotFound},
+		"admin plans in any space":     {gw.Token, "plan", other.ID, http.StatusOK},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(http.MethodPost, gw.URL+"/provisioner/"+tc.call, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			req.Header.Set(api.SpaceHeader, tc.space)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("HTTP %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
