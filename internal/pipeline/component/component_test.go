@@ -299,7 +299,10 @@ func markAvailable(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	n := *dep.Spec.Replicas
 	dep.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"}},
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
+		},
 	}
 	if _, err := deps.UpdateStatus(t.Context(), dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

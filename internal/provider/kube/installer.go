@@ -182,7 +182,8 @@ func (in *Installer) InstallOrUpgrade(ctx context.Context, r Release) (ReleaseSt
 		}
 	}
 	labels[labelSpec] = spec
-	post := &labelRenderer{labels: withoutKey(labels, labelSpec)}
+	// Objects carry the job's labels; their managed-by stays Helm's, which owns them.
+	post := &labelRenderer{labels: withoutKey(withoutKey(labels, labelSpec), LabelManagedBy)}
 
 	var rel *release.Release
 	if last == nil || last.Info.Status == rcommon.StatusUninstalled {
