@@ -151,6 +151,32 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	if e.auditTotal(t, orgA) != before {
 		t.Fatal("refused job left an audit entry")
 	}
+	accID := acc.body["id"].(string)
+	up := e.call(t, admin, "GET", "/api/cloud-accounts/"+accID+"/upgrade-policy", "")
+	var upDoc struct {
+		Policy struct{ Version string }
+	}
+	if up.status != 200 || json.Unmarshal([]byte(up.raw), &upDoc) != nil || upDoc.Policy.Version != "2012-10-17" {
+		t.Fatalf("upgrade policy: %d %s", up.status, up.raw)
+	}
+	if got := e.call(t, admin, "PATCH", "/api/cloud-accounts/"+accID, `{"permissionLevel":"read_write"}`); got.status != 200 || got.body["permissionLevel"] != "read_write" {
+		t.Fatalf("upgrade: %d %s", got.status, got.raw)
+	}
+	if got := e.call(t, admin, "POST", "/api/provisioning-jobs", `{"spaceID":"`+sp.body["id"].(string)+`","kind":"test","draft":true}`); got.status != 201 {
+		t.Fatalf("job after the upgrade: %d %s", got.status, got.raw)
+	}
+	before = e.auditTotal(t, orgA)
+	if got := e.call(t, admin, "DELETE", "/api/cloud-accounts/"+accID, ""); got.status != 409 || e.auditTotal(t, orgA) != before {
+		t.Fatalf("delete an account in use: %d %s", got.status, got.raw)
+	}
+	spare := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"spare","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"k\":1}"}}`)
+	spareRef, _ := spare.body["credentialsRef"].(string)
+	if got := e.call(t, admin, "DELETE", "/api/cloud-accounts/"+spare.body["id"].(string), ""); got.status != 204 {
+		t.Fatalf("delete spare: %d %s", got.status, got.raw)
+	}
+	if _, err := sec.Get(context.Background(), spareRef); err == nil {
+		t.Fatal("a deleted account's stored credentials survive")
+	}
 	cases := map[string]struct {
 		body, field string
 	}{

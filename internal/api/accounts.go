@@ -92,6 +92,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, p *Princi
 			return fmt.Errorf("store credentials of %s: %w", a.ID, err)
 		}
 		a.CredentialsRef, stored = ref, true
+		a.Config = withManaged(a.Config)
 	}
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "cloud-account.create", "cloud-account", a.ID,
 		map[string]any{"name": a.Name, "provider": a.Provider, "authMethod": a.AuthMethod, "permissionLevel": a.PermissionLevel}),
@@ -173,25 +174,128 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 	return out, fields
 }
 
-// readOnlyRefusal is the answer to provisioning on a read-only account: the exact policy to
-// grant, per provider, so the fix is one copy and paste.
-func readOnlyRefusal(a *store.CloudAccount) *Problem {
-	var hint string
-	switch a.Provider {
+// upgradePolicy is what to grant an account's principal so that Groundwork may provision with
+// it: an instruction and the exact policy document, per provider.
+func upgradePolicy(provider string) (string, json.RawMessage) {
+	switch provider {
 	case "aws":
-		hint = `Attach this IAM policy to the account's principal, then set permissionLevel to read_write: ` +
-			`{"Version":"2012-10-17","Statement":[{"Sid":"GroundworkProvision","Effect":"Allow","Action":["ec2:*","eks:*","rds:*","elasticache:*","ecr:*","elasticloadbalancing:*","autoscaling:*","route53:*","secretsmanager:*","iam:CreateRole","iam:DeleteRole","iam:GetRole","iam:PassRole","iam:AttachRolePolicy","iam:DetachRolePolicy","iam:TagRole","iam:CreateServiceLinkedRole"],"Resource":"*"}]}`
+		return "Attach this IAM policy to the account's principal, then set permissionLevel to read_write:",
+			json.RawMessage(`{"Version":"2012-10-17","Statement":[{"Sid":"GroundworkProvision","Effect":"Allow","Action":["ec2:*","eks:*","rds:*","elasticache:*","ecr:*","elasticloadbalancing:*","autoscaling:*","route53:*","secretsmanager:*","iam:CreateRole","iam:DeleteRole","iam:GetRole","iam:PassRole","iam:AttachRolePolicy","iam:DetachRolePolicy","iam:TagRole","iam:CreateServiceLinkedRole","iam:CreateInstanceProfile","iam:DeleteInstanceProfile","iam:AddRoleToInstanceProfile","iam:RemoveRoleFromInstanceProfile"],"Resource":"*"}]}`)
 	case "gcp":
-		hint = `Grant these roles to the account's service account, then set permissionLevel to read_write: ` +
-			`{"bindings":[{"role":"roles/compute.admin"},{"role":"roles/container.admin"},{"role":"roles/cloudsql.admin"},{"role":"roles/redis.admin"},{"role":"roles/artifactregistry.admin"},{"role":"roles/dns.admin"},{"role":"roles/secretmanager.admin"},{"role":"roles/iam.serviceAccountUser"}]}`
+		return "Grant these roles to the account's service account on the project, then set permissionLevel to read_write:",
+			json.RawMessage(`{"bindings":[{"role":"roles/compute.admin"},{"role":"roles/container.admin"},{"role":"roles/cloudsql.admin"},{"role":"roles/redis.admin"},{"role":"roles/artifactregistry.admin"},{"role":"roles/dns.admin"},{"role":"roles/secretmanager.admin"},{"role":"roles/iam.serviceAccountUser"}]}`)
 	case "azure":
-		hint = `Assign this role to the account's principal on the subscription, then set permissionLevel to read_write: ` +
-			`{"roleDefinitionName":"Contributor","principalType":"ServicePrincipal","scope":"/subscriptions/<subscriptionId>"}`
-	default:
-		hint = "set the account's permissionLevel to read_write"
+		return "Assign this role to the account's principal on the subscription, then set permissionLevel to read_write:",
+			json.RawMessage(`{"roleDefinitionName":"Contributor","principalType":"ServicePrincipal","scope":"/subscriptions/<subscriptionId>"}`)
 	}
+	return "Set the account's permissionLevel to read_write.", nil
+}
+
+// readOnlyRefusal is the answer to provisioning on a read-only account: the exact policy to
+// grant, so the fix is one copy and paste.
+func readOnlyRefusal(a *store.CloudAccount) *Problem {
+	instruction, doc := upgradePolicy(a.Provider)
 	pr := problem(http.StatusForbidden, "cloud account "+a.ID+" is read_only; provisioning needs read_write",
 		FieldError{Field: "spaceID", Rule: "permissionLevel", Message: "the space's cloud account " + a.ID + " is read_only"})
-	pr.FixHint = hint
+	pr.FixHint = strings.TrimSpace(instruction + " " + string(doc))
 	return pr
+}
+
+// UpgradePolicy is the answer of GET /cloud-accounts/{id}/upgrade-policy.
+type UpgradePolicy struct {
+	AccountID       string          `json:"accountID"`
+	Provider        string          `json:"provider"`
+	PermissionLevel string          `json:"permissionLevel"`
+	Instruction     string          `json:"instruction"`
+	Policy          json.RawMessage `json:"policy,omitempty"`
+}
+
+func (s *Server) accountUpgradePolicy(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	a, err := s.cfg.Store.GetCloudAccount(r.Context(), p.OrgID, r.PathValue("id"))
+	if err != nil {
+		return storeErr(err, "cloud account")
+	}
+	instruction, doc := upgradePolicy(a.Provider)
+	writeJSON(w, http.StatusOK, UpgradePolicy{AccountID: a.ID, Provider: a.Provider, PermissionLevel: a.PermissionLevel,
+		Instruction: instruction, Policy: doc})
+	return nil
+}
+
+type patchAccountRequest struct {
+	Name            *string `json:"name"`
+	PermissionLevel *string `json:"permissionLevel"`
+}
+
+func (s *Server) patchAccount(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	var req patchAccountRequest
+	if pr := decode(r, &req); pr != nil {
+		return pr
+	}
+	if req.Name != nil && (strings.TrimSpace(*req.Name) == "" || len(*req.Name) > 100) {
+		return badRequest("bad name", FieldError{Field: "name", Rule: "required", Message: "is required, at most 100 characters"})
+	}
+	if req.PermissionLevel != nil && *req.PermissionLevel != "read_only" && *req.PermissionLevel != "read_write" {
+		return badRequest("bad permissionLevel", FieldError{Field: "permissionLevel", Rule: "enum", Message: "must be read_only or read_write"})
+	}
+	id := r.PathValue("id")
+	var out *store.CloudAccount
+	err := s.audited(r.Context(), p, entry(audit.ScopePlatform, "cloud-account.update", "cloud-account", id,
+		map[string]any{"name": req.Name, "permissionLevel": req.PermissionLevel}),
+		func(tx store.Store) (err error) {
+			out, err = tx.UpdateCloudAccount(r.Context(), &store.UpdateCloudAccountParams{OrgID: p.OrgID, ID: id,
+				Name: req.Name, PermissionLevel: req.PermissionLevel})
+			return err
+		})
+	if err != nil {
+		return storeErr(err, "cloud account")
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	var ref string
+	err := s.audited(ctx, p, entry(audit.ScopePlatform, "cloud-account.delete", "cloud-account", id, nil),
+		func(tx store.Store) error {
+			a, err := tx.GetCloudAccount(ctx, p.OrgID, id)
+			if err != nil {
+				return err
+			}
+			if managed(a.Config) {
+				ref = a.CredentialsRef
+			}
+			return tx.DeleteCloudAccount(ctx, p.OrgID, id)
+		})
+	if err != nil {
+		return storeErr(err, "cloud account")
+	}
+	// Only a secret this server stored for the account goes with it (a reference given at
+	// creation may be shared); deleting after the commit means a failed delete can orphan a secret but
+	// never leave an account without its credentials.
+	if s.cfg.Secrets != nil && ref != "" {
+		if err := s.cfg.Secrets.Delete(ctx, ref); err != nil {
+			s.log.Warn("cloud account deleted, its secret was not", "ref", ref, "error", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// managedKey marks, in an account's config, credentials this server stored from the create
+// request: they belong to the account and go with it.
+const managedKey = "managedCredentials"
+
+func withManaged(cfg json.RawMessage) json.RawMessage {
+	m := map[string]any{}
+	_ = json.Unmarshal(cfg, &m)
+	m[managedKey] = true
+	out, _ := json.Marshal(m)
+	return out
+}
+
+func managed(cfg json.RawMessage) bool {
+	var m map[string]any
+	return json.Unmarshal(cfg, &m) == nil && m[managedKey] == true
 }

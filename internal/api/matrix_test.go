@@ -228,12 +228,18 @@ func fixtures() map[string]fixture {
 		"POST /api/cloud-accounts": {ok: 201, make: plain("/api/cloud-accounts",
 			`{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"AKIAEXAMPLE","secretAccessKey":"s3cr3t"}}`)},
 		"GET /api/cloud-accounts/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
-			id := "acc_" + e.uniq()
-			if err := e.st.CreateCloudAccount(context.Background(), &store.CloudAccount{ID: id, OrgID: org, Name: id, Provider: "local",
-				AuthMethod: "local", PermissionLevel: "read_write", CreatedAt: time.Now()}); err != nil {
-				t.Fatal(err)
-			}
-			return target{path: "/api/cloud-accounts/" + id}
+			return target{path: "/api/cloud-accounts/" + e.account(t, org)}
+		}},
+		"PATCH /api/cloud-accounts/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			id := e.account(t, org)
+			return target{path: "/api/cloud-accounts/" + id, body: `{"permissionLevel":"read_write"}`, resourceType: "cloud-account", resourceID: id}
+		}},
+		"DELETE /api/cloud-accounts/{id}": {ok: 204, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			id := e.account(t, org)
+			return target{path: "/api/cloud-accounts/" + id, resourceType: "cloud-account", resourceID: id}
+		}},
+		"GET /api/cloud-accounts/{id}/upgrade-policy": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			return target{path: "/api/cloud-accounts/" + e.account(t, org) + "/upgrade-policy"}
 		}},
 		"GET /api/provisioning-jobs": {ok: 200, make: plain("/api/provisioning-jobs", "")},
 		"POST /api/provisioning-jobs": {ok: 201, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
@@ -351,6 +357,16 @@ func (e *accessEnv) provisioner(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p.ID
+}
+
+func (e *accessEnv) account(t *testing.T, org string) string {
+	t.Helper()
+	id := "acc_" + e.uniq()
+	if err := e.st.CreateCloudAccount(context.Background(), &store.CloudAccount{ID: id, OrgID: org, Name: id, Provider: "aws",
+		AuthMethod: "default", PermissionLevel: "read_only", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 func (e *accessEnv) role(t *testing.T, org string) string {

@@ -146,6 +146,9 @@ func (s *Server) routes() []route {
 		{"POST", "/api/tokens", "token:create", s.createToken},
 		{"DELETE", "/api/tokens/{id}", "token:delete", s.revokeToken},
 		{"GET", "/api/audit-logs", "audit-log:view", s.listAudit},
+		{"PATCH", "/api/cloud-accounts/{id}", "cloud-account:update", s.patchAccount},
+		{"DELETE", "/api/cloud-accounts/{id}", "cloud-account:delete", s.deleteAccount},
+		{"GET", "/api/cloud-accounts/{id}/upgrade-policy", "cloud-account:view", s.accountUpgradePolicy},
 	}
 }
 

@@ -86,6 +86,18 @@ type AccessStore interface {
 	// ListAssignments lists the org's assignments, or one user's when email is set.
 	ListAssignments(ctx context.Context, orgID, email string) ([]*rbac.Assignment, error)
 	DeleteAssignment(ctx context.Context, orgID, id string) (*rbac.Assignment, error)
+
+	// UpdateCloudAccount changes the fields set in p and returns the account.
+	UpdateCloudAccount(ctx context.Context, p *UpdateCloudAccountParams) (*CloudAccount, error)
+	// DeleteCloudAccount refuses with ErrInUse while spaces use the account.
+	DeleteCloudAccount(ctx context.Context, orgID, id string) error
+}
+
+// UpdateCloudAccountParams names what to change; nil fields stay.
+type UpdateCloudAccountParams struct {
+	OrgID, ID       string
+	Name            *string
+	PermissionLevel *string
 }
 
 // AuditStore writes the audit log only alongside the change it records and reads it back.

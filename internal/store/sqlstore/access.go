@@ -322,3 +322,30 @@ func (s *Store) DeleteAssignment(ctx context.Context, orgID, id string) (*rbac.A
 	}
 	return a, nil
 }
+
+func (s *Store) UpdateCloudAccount(ctx context.Context, p *store.UpdateCloudAccountParams) (*store.CloudAccount, error) {
+	a, err := scanAccount(s.q.QueryRowContext(ctx, `UPDATE cloud_accounts SET name = COALESCE($3, name),
+		permission_level = COALESCE($4, permission_level) WHERE org_id = $1 AND id = $2 RETURNING `+accountColumns,
+		p.OrgID, p.ID, p.Name, p.PermissionLevel))
+	if err != nil {
+		return nil, notFound(err, "cloud account")
+	}
+	return a, nil
+}
+
+// DeleteCloudAccount refuses while a space names the account: its jobs could no longer reach
+// the cloud, not even to tear down what they made.
+func (s *Store) DeleteCloudAccount(ctx context.Context, orgID, id string) error {
+	if _, err := s.GetCloudAccount(ctx, orgID, id); err != nil {
+		return err
+	}
+	var n int
+	if err := s.q.QueryRowContext(ctx, `SELECT COUNT(*) FROM spaces WHERE org_id = $1 AND cloud_account_id = $2`,
+		orgID, id).Scan(&n); err != nil {
+		return fmt.Errorf("delete cloud account: %w", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%w: %d space(s) use this account", store.ErrInUse, n)
+	}
+	return s.deleteOne(ctx, "cloud account", `DELETE FROM cloud_accounts WHERE org_id = $1 AND id = $2`, orgID, id)
+}

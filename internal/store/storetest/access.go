@@ -316,3 +316,39 @@ func testCheckpointAudited(t *testing.T, s store.Store) {
 		t.Fatalf("terminal entry: %+v total %d %v", list, total, err)
 	}
 }
+
+func testAccountUpdateDelete(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	acc := &store.CloudAccount{ID: "acc_1", OrgID: "org1", Name: "prod", Provider: "aws", Region: "eu-west-1",
+		AuthMethod: "default", PermissionLevel: "read_only", CreatedAt: t0}
+	if err := s.CreateCloudAccount(ctx, acc); err != nil {
+		t.Fatal(err)
+	}
+	level := "read_write"
+	got, err := s.UpdateCloudAccount(ctx, &store.UpdateCloudAccountParams{OrgID: "org1", ID: "acc_1", PermissionLevel: &level})
+	if err != nil || got.PermissionLevel != "read_write" || got.Name != "prod" {
+		t.Fatalf("update: %+v %v", got, err)
+	}
+	if _, err := s.UpdateCloudAccount(ctx, &store.UpdateCloudAccountParams{OrgID: "org2", ID: "acc_1", PermissionLevel: &level}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other org updates: %v", err)
+	}
+	if err := s.CreateSpace(ctx, &store.Space{ID: "spc_1", OrgID: "org1", Name: "s", Provider: "aws", Region: "eu-west-1",
+		SpaceType: "kubernetes", CloudAccountID: "acc_1", Status: "ready", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCloudAccount(ctx, "org1", "acc_1"); !errors.Is(err, store.ErrInUse) {
+		t.Fatalf("delete in use: %v", err)
+	}
+	if err := s.DeleteSpace(ctx, "org1", "spc_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteCloudAccount(ctx, "org2", "acc_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other org deletes: %v", err)
+	}
+	if err := s.DeleteCloudAccount(ctx, "org1", "acc_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetCloudAccount(ctx, "org1", "acc_1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted account: %v", err)
+	}
+}
