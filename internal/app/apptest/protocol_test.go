@@ -25,6 +25,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/protocol"
 	"github.com/groundworkhq/groundwork/internal/protocol/jobbackend"
 	"github.com/groundworkhq/groundwork/internal/protocol/protocoltest"
+	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
 )
 
 // waitJob polls the job until cond holds, failing the test at the deadline.
@@ -263,29 +264,40 @@ func (d dirRegistry) Observe(_ context.Context, j *job.Job) ([]protocol.Resource
 }
 
 // TestGroundworkServesTheProtocol runs the conformance suite against Groundwork's own
-// /provisioner/ server: every apply is a job in the named space, run by the engine.
+// /provisioner/ server: every apply is a job in the named space, run by the engine, on each
+// store (the request keys that make applies idempotent live there).
 func TestGroundworkServesTheProtocol(t *testing.T) {
 	t.Parallel()
-	repos := dirRegistry{root: t.TempDir()}
-	gw := apptest.Start(t, app.Options{
-		Pipelines: []pipeline.Pipeline{repos},
-		Protocol:  app.ProtocolOptions{Observers: map[job.Family]jobbackend.Observer{job.FamilyRegistry: repos}},
-	})
-	space := gw.Space(t, "conformance")
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &apptest.Transport{Token: gw.Token,
-		Headers: map[string]string{api.SpaceHeader: space.ID}}}
-	protocoltest.Run(t, protocoltest.Target{
-		BaseURL:         gw.URL + "/provisioner",
-		Pair:            catalog.PairRegistry,
-		Settings:        json.RawMessage(`{"name":"images"}`),
-		FailingSettings: json.RawMessage(`{"name":"Not A Name"}`),
-		HTTPClient:      hc,
-		Drift: func(t testing.TB, application string) {
-			if err := os.Chmod(filepath.Join(repos.root, space.ID, application), 0o700); err != nil {
-				t.Fatalf("change the repository behind Groundwork's back: %v", err)
-			}
-		},
-	})
+	stores := map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+	}
+	for name, database := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			repos := dirRegistry{root: t.TempDir()}
+			gw := apptest.Start(t, app.Options{
+				Database:  database(t),
+				Pipelines: []pipeline.Pipeline{repos},
+				Protocol:  app.ProtocolOptions{Observers: map[job.Family]jobbackend.Observer{job.FamilyRegistry: repos}},
+			})
+			space := gw.Space(t, "conformance")
+			hc := &http.Client{Timeout: 10 * time.Second, Transport: &apptest.Transport{Token: gw.Token,
+				Headers: map[string]string{api.SpaceHeader: space.ID}}}
+			protocoltest.Run(t, protocoltest.Target{
+				BaseURL:         gw.URL + "/provisioner",
+				Pair:            catalog.PairRegistry,
+				Settings:        json.RawMessage(`{"name":"images"}`),
+				FailingSettings: json.RawMessage(`{"name":"Not A Name"}`),
+				HTTPClient:      hc,
+				Drift: func(t testing.TB, application string) {
+					if err := os.Chmod(filepath.Join(repos.root, space.ID, application), 0o700); err != nil {
+						t.Fatalf("change the repository behind Groundwork's back: %v", err)
+					}
+				},
+			})
+		})
+	}
 }
 
 // TestProtocolCallsNeedTokenAndSpace checks the guard in front of /provisioner/.
@@ -448,6 +460,69 @@ func TestProtocolHonoursScopedGrants(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != tc.status {
 				t.Fatalf("HTTP %d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
+
+// The same apply sent at once, several times, makes one job: the request key is claimed in the
+// store, and the calls that lose answer the winner's operation (their drafts are cancelled).
+func TestConcurrentAppliesMakeOneJob(t *testing.T) {
+	t.Parallel()
+	stores := map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+	}
+	for name, database := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			gw := apptest.Start(t, app.Options{Database: database(t), Pipelines: []pipeline.Pipeline{dirRegistry{root: t.TempDir()}}})
+			space := gw.Space(t, "race")
+			pc, err := protocol.NewClient(gw.URL+"/provisioner", protocol.ClientOptions{HTTPClient: &http.Client{
+				Timeout: 10 * time.Second, Transport: &apptest.Transport{Token: gw.Token, Headers: map[string]string{api.SpaceHeader: space.ID}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 6
+			ids := make(chan string, n)
+			errs := make(chan error, n)
+			for range n {
+				go func() {
+					ans, err := pc.Apply(context.Background(), &protocol.Request{Kind: catalog.PairRegistry.Kind, Type: catalog.PairRegistry.Type,
+						Application: "raced", RequestID: "same-key", Settings: json.RawMessage(`{"name":"images"}`)})
+					if err != nil {
+						errs <- err
+						return
+					}
+					ids <- ans.OperationID
+				}()
+			}
+			seen := map[string]int{}
+			for range n {
+				select {
+				case id := <-ids:
+					seen[id]++
+				case err := <-errs:
+					t.Fatalf("apply: %v", err)
+				}
+			}
+			if len(seen) != 1 {
+				t.Fatalf("%d concurrent applies of one key answered operations %v, want one", n, seen)
+			}
+			var list struct {
+				Data []job.Job `json:"data"`
+			}
+			if err := gw.Client.Do(context.Background(), http.MethodGet, "/api/provisioning-jobs?spaceID="+space.ID, nil, &list); err != nil {
+				t.Fatal(err)
+			}
+			live := 0
+			for _, j := range list.Data {
+				if j.Status != job.StatusCancelled {
+					live++
+				}
+			}
+			if live != 1 {
+				t.Fatalf("%d live jobs for one key (of %d), want 1", live, len(list.Data))
 			}
 		})
 	}
