@@ -308,3 +308,30 @@ func markAvailable(t *testing.T, cs kubernetes.Interface, ns, name string) {
 		t.Fatal(err)
 	}
 }
+
+func TestBootstrapInstallsDefaultsThroughTheSameInstaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	in, _, err := KubeConnector(kube.InstallerOptions{CacheDir: t.TempDir()})(t.Context(), kube.Credentials{Endpoint: b.env.Host, CAData: b.env.CA, Token: b.env.Token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]map[string]any{"demo": {"message": "from the cluster job"}}
+	sts, err := b.p.Bootstrap(t.Context(), in, "job_cluster", []string{"demo"}, vals)
+	if err != nil || len(sts) != 1 || sts[0].Status != "deployed" {
+		t.Fatalf("Bootstrap = %+v, %v", sts, err)
+	}
+	again, err := b.p.Bootstrap(t.Context(), in, "job_cluster", []string{"demo"}, vals)
+	if err != nil || again[0].Changed || again[0].Revision != 1 {
+		t.Fatalf("second Bootstrap = %+v, %v; want unchanged", again, err)
+	}
+	if _, err := b.p.Bootstrap(t.Context(), in, "job_cluster", []string{"demo"}, map[string]map[string]any{"demo": {"replicas": 99}}); fault.ClassOf(err) != job.ClassUserAction {
+		t.Fatalf("Bootstrap with bad values = %v, want user_action", err)
+	}
+	if err := b.p.Teardown(t.Context(), in, "job_cluster", []string{"demo"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.cs.CoreV1().ConfigMaps("demo-system").Get(t.Context(), "demo-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("configmap after teardown: %v", err)
+	}
+}
