@@ -31,18 +31,19 @@ func TestRegistryFallback(t *testing.T) {
 		}
 		return nil, false
 	})
-	cases := map[string]struct {
+	cases := []struct {
+		name   string
 		family job.Family
 		want   bool
 	}{
-		"registered wins without asking": {job.FamilyRegistry, true},
-		"pair resolved by the fallback":  {"managed-resource/bucket", true},
-		"unknown family":                 {"nope", false},
+		{"registered wins without asking", job.FamilyRegistry, true},
+		{"pair resolved by the fallback", "managed-resource/bucket", true},
+		{"unknown family", "nope", false},
 	}
-	for name, tc := range cases {
+	for _, tc := range cases {
 		p, ok := r.Get(tc.family)
 		if ok != tc.want || (ok && p.Family() != tc.family) {
-			t.Errorf("%s: Get(%q) = %v, %v; want found=%v", name, tc.family, p, ok, tc.want)
+			t.Errorf("%s: Get(%q) = %v, %v; want found=%v", tc.name, tc.family, p, ok, tc.want)
 		}
 	}
 	if len(asked) != 2 || asked[0] != "managed-resource/bucket" || asked[1] != "nope" {
