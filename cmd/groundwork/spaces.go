@@ -69,12 +69,13 @@ func newSpaces(g *globals) *cobra.Command {
 func newAccounts(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cloud-accounts", Aliases: []string{"accounts"}, Short: "Manage cloud accounts"}
 	var req struct {
-		Name            string `json:"name"`
-		Provider        string `json:"provider"`
-		Region          string `json:"region"`
-		AuthMethod      string `json:"authMethod,omitempty"`
-		CredentialsRef  string `json:"credentialsRef,omitempty"`
-		PermissionLevel string `json:"permissionLevel,omitempty"`
+		Name            string            `json:"name"`
+		Provider        string            `json:"provider"`
+		Region          string            `json:"region"`
+		AuthMethod      string            `json:"authMethod,omitempty"`
+		CredentialsRef  string            `json:"credentialsRef,omitempty"`
+		Credentials     map[string]string `json:"credentials,omitempty"`
+		PermissionLevel string            `json:"permissionLevel,omitempty"`
 	}
 	create := &cobra.Command{
 		Use: "create", Short: "Register a cloud account (credentials by secret reference only)", Args: cobra.NoArgs,
@@ -91,9 +92,11 @@ func newAccounts(g *globals) *cobra.Command {
 	create.Flags().StringVar(&req.Name, "name", "", "account name")
 	create.Flags().StringVar(&req.Provider, "provider", "", "aws, gcp, azure or local")
 	create.Flags().StringVar(&req.Region, "region", "", "default region")
-	create.Flags().StringVar(&req.AuthMethod, "auth-method", "", "how to authenticate (default: the SDK's default chain)")
+	create.Flags().StringVar(&req.AuthMethod, "auth-method", "", "aws: static_keys|assume_role|temporary_credentials; gcp: service_account|oauth; azure: service_principal|workload_identity_federation; local: local (default: the SDK's default chain)")
 	create.Flags().StringVar(&req.CredentialsRef, "credentials-ref", "", "secret reference holding the credentials")
 	create.Flags().StringVar(&req.PermissionLevel, "permission-level", "", "read_only or read_write (default)")
+	create.Flags().StringToStringVar(&req.Credentials, "credential", nil,
+		"credential field for the auth method, e.g. accessKeyId=… (repeat); stored in the secret store, never shown again")
 	list := &cobra.Command{
 		Use: "list", Short: "List cloud accounts", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

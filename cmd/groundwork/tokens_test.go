@@ -72,3 +72,21 @@ func TestTokensCLI(t *testing.T) {
 		}
 	}
 }
+
+// Credentials given on the command line go to the server's secret store; the answer names a
+// reference only.
+func TestCloudAccountCredentialsCLI(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, app.Options{})
+	const secret = "wJalrXUtnFEMI-CLI-EXAMPLEKEY"
+	out, err := run(t, srv.URL, srv.Token, "-o", "json", "cloud-accounts", "create", "--name", "prod", "--provider", "aws",
+		"--region", "eu-west-1", "--auth-method", "static_keys", "--credential", "accessKeyId=AKIAEXAMPLE",
+		"--credential", "secretAccessKey="+secret)
+	if err != nil || strings.Contains(out, secret) || !strings.Contains(out, `"credentialsRef": "local:`) {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	if _, err := run(t, srv.URL, srv.Token, "cloud-accounts", "create", "--name", "x", "--provider", "aws",
+		"--auth-method", "static_keys"); err == nil || !strings.Contains(err.Error(), "credentials.secretAccessKey") {
+		t.Fatalf("missing credentials: %v", err)
+	}
+}
