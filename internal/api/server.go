@@ -87,6 +87,8 @@ type Config struct {
 
 	// Provisioners is the provisioner registry behind /api/provisioners (nil: those routes 404).
 	Provisioners Provisioners
+	// Datastores serves databases, connections and secret reveal (nil: those routes are absent).
+	Datastores *DatastoreConfig
 }
 
 // Server is the HTTP API.
@@ -170,7 +172,7 @@ func New(cfg Config) *Server {
 		cfg.Ready = func() bool { return true }
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.datastoreRoutes()...) {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -55,6 +55,8 @@ type Options struct {
 	Listening func(addr string)
 	// Protocol configures the provisioner protocol (remote provisioners and /provisioner/).
 	Protocol ProtocolOptions
+	// Datastores configures the datastore family (local servers, databases, connections).
+	Datastores DatastoreOptions
 }
 
 // OpenStore opens the store named by database (applying migrations).
@@ -110,9 +112,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	dsp, err := wireDatastores(o, st, sec)
+	if err != nil {
+		return err
+	}
 	pipes := o.Pipelines
 	if pipes == nil {
-		pipes = builtinPipelines(o)
+		pipes = builtinPipelines(o, dsp)
 	}
 	reg, err := pipeline.NewRegistry(pipes...)
 	if err != nil {
@@ -141,7 +147,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Secrets: sec, Hub: hub, Metrics: metrics,
-		Provisioners: prov.registry, Logger: log, Ready: func() bool {
+		Provisioners: prov.registry, Datastores: dsp.api, Logger: log, Ready: func() bool {
 			select {
 			case <-eng.Draining():
 				return false
@@ -163,6 +169,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { httpErr <- httpSrv.Serve(ln) }()
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx) }()
+	go dsp.reconcile(ctx)
 	select {
 	case <-ctx.Done():
 	case err := <-httpErr:
