@@ -152,20 +152,20 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 	if err != nil {
 		return nil, err
 	}
-	var stale string
+	var keyed *job.Job
 	if id != "" {
-		j, err := pj.st.GetJob(ctx, &store.GetJobParams{OrgID: org, ID: id})
-		if err != nil {
+		if keyed, err = pj.st.GetJob(ctx, &store.GetJobParams{OrgID: org, ID: id}); err != nil {
 			return nil, fmt.Errorf("job %s of request %s: %w", id, s.Key, err)
 		}
-		if s.Ensure == protocol.EnsureAbsent || !gone(j) {
-			return pj.settle(ctx, c, j)
+		if s.Ensure == protocol.EnsureAbsent && !finished(keyed) || s.Ensure != protocol.EnsureAbsent && !gone(keyed) {
+			// The work of this key goes on, is done, or failed and is retried.
+			return pj.settle(ctx, c, keyed)
 		}
-		// What this key created was deleted since: applying it again creates it anew.
-		stale = j.ID
+		// What this key made was deleted since (present), or what it deleted was made again
+		// since (absent, the key being the content's hash): the same apply does its work anew.
 	}
 	if s.Ensure == protocol.EnsureAbsent {
-		return pj.teardown(ctx, c, s)
+		return pj.teardown(ctx, c, s, keyed)
 	}
 	draft, err := pj.prep.PrepareJob(ctx, c.Principal, c.SpaceID, s.Family, s.Application, s.Config)
 	if err != nil {
@@ -186,12 +186,7 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 	if err != nil {
 		return nil, fmt.Errorf("store the job of request %s: %w", s.Key, err)
 	}
-	var winner string
-	if stale != "" {
-		winner, err = pj.keys.ReplaceRequestKey(ctx, org, s.Key, stale, created.ID)
-	} else {
-		winner, err = pj.keys.ClaimRequestKey(ctx, org, s.Key, created.ID, pj.now())
-	}
+	winner, err := pj.pointKey(ctx, org, s.Key, keyed, created.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -210,24 +205,51 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 	return pj.settle(ctx, c, j)
 }
 
-// gone reports whether j's resource no longer exists (torn down or never made).
-func gone(j *job.Job) bool {
-	return j.Status == job.StatusDeleted || j.Status == job.StatusCancelled || j.Phase == job.PhaseTeardown
+// pointKey makes key name job id: a new claim, or a move away from the job it named before
+// (keyed). It returns the job the key names afterwards, which is another one when a racing
+// call got there first.
+func (pj *protocolJobs) pointKey(ctx context.Context, org, key string, keyed *job.Job, id string) (string, error) {
+	if keyed != nil {
+		return pj.keys.ReplaceRequestKey(ctx, org, key, keyed.ID, id)
+	}
+	return pj.keys.ClaimRequestKey(ctx, org, key, id, pj.now())
 }
 
-// settle moves the job of a key along: a draft (left by a crash between claim and queue) is
-// queued; a failed job is retried, since a provisioner keeps no failed result under a key.
+// gone reports whether j's resource no longer exists (torn down or never made).
+func gone(j *job.Job) bool {
+	return finished(j) || j.Phase == job.PhaseTeardown
+}
+
+// finished reports whether j has ended for good (its teardown done, or cancelled).
+func finished(j *job.Job) bool {
+	return j.Status == job.StatusDeleted || j.Status == job.StatusCancelled
+}
+
+// settle moves the job of a key along: a draft (left by a crash between claim and queue, or
+// just claimed) is queued; a failed job is retried, since a provisioner keeps no failed result
+// under a key. Racing calls for one key may both try; the loser re-reads what the winner wrote.
 func (pj *protocolJobs) settle(ctx context.Context, c api.ProtocolCall, j *job.Job) (*job.Job, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := pj.settleOnce(ctx, c, j)
+		if !errors.Is(err, store.ErrVersionConflict) {
+			return out, err
+		}
+		if attempt == 4 {
+			return nil, fault.Transient(fmt.Errorf("job %s keeps changing: %w", j.ID, err))
+		}
+		if j, err = pj.st.GetJob(ctx, &store.GetJobParams{OrgID: j.OrgID, ID: j.ID}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (pj *protocolJobs) settleOnce(ctx context.Context, c api.ProtocolCall, j *job.Job) (*job.Job, error) {
 	switch j.Status {
 	case job.StatusDraft:
 		now := pj.now()
 		queued := job.StatusQueued
-		out, err := pj.st.UpdateJob(ctx, &store.UpdateJobParams{OrgID: j.OrgID, ID: j.ID, Version: j.Version, Now: now,
+		return pj.st.UpdateJob(ctx, &store.UpdateJobParams{OrgID: j.OrgID, ID: j.ID, Version: j.Version, Now: now,
 			Status: &queued, NextRunAt: &now})
-		if errors.Is(err, store.ErrVersionConflict) {
-			return nil, fault.Transient(fmt.Errorf("job %s changed while being queued: %w", j.ID, err))
-		}
-		return out, err
 	case job.StatusFailed:
 		var out *job.Job
 		err := pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.retry", j.ID, map[string]any{"via": via},
@@ -235,19 +257,21 @@ func (pj *protocolJobs) settle(ctx context.Context, c api.ProtocolCall, j *job.J
 				out, err = engine.Retry(ctx, tx, j, pj.now())
 				return err
 			})
-		if errors.Is(err, store.ErrVersionConflict) {
-			return nil, fault.Transient(fmt.Errorf("job %s changed while being retried: %w", j.ID, err))
-		}
 		return out, err
 	}
 	return j, nil
 }
 
-// teardown starts deleting the application's resource: the teardown of its current job.
-func (pj *protocolJobs) teardown(ctx context.Context, c api.ProtocolCall, s jobbackend.Submission) (*job.Job, error) {
+// teardown starts deleting the application's resource: the teardown of its current job. With
+// nothing there it answers keyed, the job of an earlier deletion under the same key (if any),
+// so that the same apply gives the same result.
+func (pj *protocolJobs) teardown(ctx context.Context, c api.ProtocolCall, s jobbackend.Submission, keyed *job.Job) (*job.Job, error) {
 	cur, err := pj.Current(ctx, s.Family, s.Application)
-	if err != nil || cur == nil {
+	if err != nil {
 		return nil, err
+	}
+	if cur == nil {
+		return keyed, nil
 	}
 	var out *job.Job
 	err = pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.delete", cur.ID,
@@ -259,7 +283,7 @@ func (pj *protocolJobs) teardown(ctx context.Context, c api.ProtocolCall, s jobb
 	if err != nil {
 		return nil, fmt.Errorf("tear down %s: %w", cur.ID, err)
 	}
-	if _, err := pj.keys.ClaimRequestKey(ctx, c.Principal.OrgID, s.Key, cur.ID, pj.now()); err != nil {
+	if _, err := pj.pointKey(ctx, c.Principal.OrgID, s.Key, keyed, cur.ID); err != nil {
 		return nil, err
 	}
 	return out, nil

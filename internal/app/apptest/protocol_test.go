@@ -384,6 +384,23 @@ func TestProtocolApplyIsAnAuditedJob(t *testing.T) {
 	if _, err := os.Stat(repos.dir(j)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("repository after teardown: %v, want it gone", err)
 	}
+	// The same applies again, keyed by the same content: the repository is made anew by a new
+	// job, and deleted again, not answered from the finished jobs of the first round.
+	again, err := pc.Apply(ctx, req)
+	if err != nil || again.OperationID == "" || again.OperationID == j.ID {
+		t.Fatalf("apply after deletion: %+v, %v; want a new job, not %s", again, err, j.ID)
+	}
+	j2 := waitJob(t, gw.Client, again.OperationID, 30*time.Second, "completed", func(j *job.Job) bool { return j.Status == job.StatusCompleted })
+	if _, err := os.Stat(repos.dir(j2)); err != nil {
+		t.Fatalf("repository made again: %v", err)
+	}
+	if ans, err := pc.Apply(ctx, &del); err != nil || ans.OperationID != j2.ID {
+		t.Fatalf("apply absent again: %+v, %v; want the teardown of %s", ans, err, j2.ID)
+	}
+	waitJob(t, gw.Client, j2.ID, 30*time.Second, "deleted", func(j *job.Job) bool { return j.Status == job.StatusDeleted })
+	if ans, err := pc.Apply(ctx, &del); err != nil || ans.OperationID != j2.ID || ans.Outcome != protocol.OutcomeSucceeded {
+		t.Fatalf("apply absent once more: %+v, %v; want the same finished deletion %s", ans, err, j2.ID)
+	}
 	var log struct {
 		Data []struct {
 			Action     string          `json:"action"`
