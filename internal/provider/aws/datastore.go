@@ -27,6 +27,9 @@ type DatastoreSpec struct {
 	BackupRetentionDays int32
 	SubnetIDs           []string
 	SecurityGroupIDs    []string
+	// AdminPassword, when set, is used as is (the caller keeps it in its own secret store);
+	// otherwise one is generated and kept in Secrets Manager.
+	AdminPassword string
 }
 
 // Datastore is the created server as the job records it. The admin password is never here:
@@ -81,15 +84,23 @@ func (p *Provider) adminSecret(ctx context.Context, s DatastoreSpec, id string) 
 func (p *Provider) EnsureDatastore(ctx context.Context, s DatastoreSpec) (Datastore, error) {
 	id := DatastoreID(s.Tags)
 	d := Datastore{ID: id, Engine: s.Engine, SubnetGroup: id, Username: adminUser}
-	var err error
-	if d.SecretARN, _, err = p.adminSecret(ctx, s, id); err != nil {
-		return d, err
+	switch s.Engine {
+	case "postgres", "mysql", "redis":
+	default:
+		return d, fault.UserAction(fmt.Errorf("engine %q is not supported on AWS", s.Engine), "UnsupportedEngine", "Pick postgres, mysql or redis.", "")
+	}
+	password := s.AdminPassword
+	if password == "" {
+		var err error
+		if d.SecretARN, password, err = p.adminSecret(ctx, s, id); err != nil {
+			return d, err
+		}
 	}
 	switch s.Engine {
 	case "postgres", "mysql":
-		return p.ensureRDS(ctx, s, d)
+		return p.ensureRDS(ctx, s, d, password)
 	case "redis":
-		return p.ensureRedis(ctx, s, d)
+		return p.ensureRedis(ctx, s, d, password)
 	}
 	return d, fault.UserAction(fmt.Errorf("engine %q is not supported on AWS", s.Engine), "UnsupportedEngine", "Pick postgres, mysql or redis.", "")
 }
@@ -103,7 +114,7 @@ func (t Tags) rds() []rdstypes.Tag {
 	return out
 }
 
-func (p *Provider) ensureRDS(ctx context.Context, s DatastoreSpec, d Datastore) (Datastore, error) {
+func (p *Provider) ensureRDS(ctx context.Context, s DatastoreSpec, d Datastore, password string) (Datastore, error) {
 	_, err := p.rds.CreateDBSubnetGroup(ctx, &rds.CreateDBSubnetGroupInput{
 		DBSubnetGroupName: &d.ID, DBSubnetGroupDescription: ptr("Groundwork " + s.Tags.JobID),
 		SubnetIds: s.SubnetIDs, Tags: s.Tags.WithRole("db-subnet-group").rds(),
@@ -116,10 +127,6 @@ func (p *Provider) ensureRDS(ctx context.Context, s DatastoreSpec, d Datastore) 
 		return d, err
 	}
 	if !found {
-		_, password, err := p.adminSecret(ctx, s, d.ID)
-		if err != nil {
-			return d, err
-		}
 		in := &rds.CreateDBInstanceInput{
 			DBInstanceIdentifier: &d.ID, Engine: &s.Engine, DBInstanceClass: &s.InstanceClass,
 			AllocatedStorage: &s.AllocatedStorageGB, MultiAZ: &s.MultiAZ, BackupRetentionPeriod: &s.BackupRetentionDays,
@@ -181,7 +188,7 @@ func (t Tags) elasticache() []ectypes.Tag {
 	return out
 }
 
-func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore) (Datastore, error) {
+func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore, password string) (Datastore, error) {
 	_, err := p.ec.CreateCacheSubnetGroup(ctx, &elasticache.CreateCacheSubnetGroupInput{
 		CacheSubnetGroupName: &d.ID, CacheSubnetGroupDescription: ptr("Groundwork " + s.Tags.JobID),
 		SubnetIds: s.SubnetIDs, Tags: s.Tags.WithRole("cache-subnet-group").elasticache(),
@@ -191,10 +198,6 @@ func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore
 	}
 	if got, found, err := p.describeRedis(ctx, d.ID); err != nil || found {
 		return redisState(d, got), err
-	}
-	_, password, err := p.adminSecret(ctx, s, d.ID)
-	if err != nil {
-		return d, err
 	}
 	nodes := int32(1)
 	if s.MultiAZ {

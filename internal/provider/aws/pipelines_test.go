@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
@@ -36,6 +37,9 @@ func drive(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step,
 				t.Fatalf("step %s still waiting", s.Name)
 			}
 			res, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: attempt})
+			if err != nil && fault.ClassOf(err) == job.ClassTransient {
+				continue // the engine retries a transient error with backoff
+			}
 			if err != nil {
 				t.Fatalf("step %s (undo=%v): %v", s.Name, undo, err)
 			}
