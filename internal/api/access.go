@@ -32,8 +32,16 @@ func (Permitted) Authorize(_ context.Context, p *Principal, policy string) error
 // id answers 404 whatever the caller holds, and ids leak nothing.
 func (s *Server) authorizeObject(r *http.Request, p *Principal, policy string) error {
 	id := r.PathValue("id")
-	if p.Perms == nil || id == "" || p.Perms.OrgWide(policy) {
+	if p.Perms == nil || p.Perms.OrgWide(policy) {
 		return nil
+	}
+	if id == "" {
+		// A route on a collection with a grant narrower than the org: only the handlers that
+		// filter their answer, or check the parent named in the body, may serve it.
+		if scopedCollections[r.Pattern] {
+			return nil
+		}
+		return problem(http.StatusForbidden, "this needs the "+policy+" permission across the organisation; yours is limited to some resources")
 	}
 	res, _ := rbac.Split(policy)
 	chain, err := newScopes(s.cfg.Store, p.OrgID).of(r.Context(), res, id)
@@ -44,6 +52,19 @@ func (s *Server) authorizeObject(r *http.Request, p *Principal, policy string) e
 		return problem(http.StatusForbidden, "this needs the "+policy+" permission on "+res+" "+id)
 	}
 	return nil
+}
+
+// scopedCollections are the collection routes whose handlers honour narrower grants: the lists
+// that show only what may be viewed, job creation, which checks the space in the body, and
+// the catalog.
+var scopedCollections = map[string]bool{
+	"GET /api/spaces":             true,
+	"GET /api/cloud-accounts":     true,
+	"GET /api/provisioning-jobs":  true,
+	"POST /api/provisioning-jobs": true,
+	// The catalog is the same for everyone: whoever may view it anywhere may read it.
+	"GET /api/catalog/types":                   true,
+	"GET /api/catalog/types/{category}/{type}": true,
 }
 
 // scopes resolves the chain of scopes an object sits in: itself, its space, the teams that own

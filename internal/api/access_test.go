@@ -210,6 +210,12 @@ func TestScopedAssignments(t *testing.T) {
 	team := e.team(t, orgA, []string{teamSpace})
 	e.user(t, orgA, "dev@example.com", rbac.RoleEditor, "space:"+mine)
 	e.assign(t, orgA, "dev@example.com", rbac.RoleViewer, "team:"+team)
+	// A grant of the audit log on one space does not open the org's whole log.
+	if err := e.st.CreateRole(context.Background(), &rbac.Role{ID: "role_aud", OrgID: orgA, Name: "aud",
+		Policies: []string{"audit-log:view"}, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	e.assign(t, orgA, "dev@example.com", "role_aud", "space:"+mine)
 	tok := e.token(t, orgA, "dev@example.com", nil)
 	theirJob := e.job(t, orgA, theirs, job.StatusDraft)
 	teamJob := e.job(t, orgA, teamSpace, job.StatusDraft)
@@ -228,6 +234,10 @@ func TestScopedAssignments(t *testing.T) {
 		"cancel team job":           {"DELETE", "/api/provisioning-jobs/" + teamJob.ID, "", 403},
 		"view other job":            {"GET", "/api/provisioning-jobs/" + theirJob.ID, "", 403},
 		"delete own space":          {"DELETE", "/api/spaces/" + e.space(t, orgA), "", 403},
+		"create a space":            {"POST", "/api/spaces", `{"name":"s","provider":"local","region":"local"}`, 403},
+		"list cloud accounts":       {"GET", "/api/cloud-accounts", "", 200},
+		"list catalog":              {"GET", "/api/catalog/types", "", 200},
+		"read the audit log":        {"GET", "/api/audit-logs", "", 403},
 	}
 	for name, c := range cases {
 		if got := e.call(t, tok, c.method, c.path, c.body); got.status != c.status {
