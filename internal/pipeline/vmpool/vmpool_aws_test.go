@@ -32,7 +32,7 @@ var seq atomic.Int64
 func newDriver(t *testing.T, region string) (*aws.Provider, vmpool.Driver) {
 	t.Helper()
 	endpoint := motoEnv.Endpoint(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	acct := fmt.Sprintf("%012d", 200000000000+int64(os.Getpid()%1000)*1000+seq.Add(1))
 	p, err := aws.Open(ctx, aws.Account{AuthMethod: aws.AuthAssumeRole, Region: region, Endpoint: endpoint,
@@ -99,7 +99,7 @@ func TestVMPoolPipelineOnAWS(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p, d := newDriver(t, "eu-west-3")
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
 			cfg := json.RawMessage(tc.config)
 			if tc.withZone {

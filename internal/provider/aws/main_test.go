@@ -35,8 +35,7 @@ func testProvider(t *testing.T, region string) (*Provider, string) {
 	t.Helper()
 	endpoint := motoEnv.Endpoint(t)
 	acct := newAccount()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testCtx(t)
 	p, err := Open(ctx, Account{
 		AuthMethod: AuthAssumeRole, Region: region, Endpoint: endpoint,
 		AccessKeyID: "testing", SecretAccessKey: "testing",
@@ -74,7 +73,8 @@ func sanitize(s string) string {
 }
 
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Generous: one moto process answers one call at a time for many parallel tests.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 )
@@ -74,4 +75,64 @@ func (d DNSZoneDriver) UpsertRecord(ctx context.Context, zoneID string, r dnszon
 
 func (d DNSZoneDriver) DeleteRecord(ctx context.Context, zoneID string, r dnszone.Record) error {
 	return d.P.DeleteRecord(ctx, zoneID, Record{Name: r.Name, Type: r.Type, TTL: r.TTL, Values: r.Values})
+}
+
+// KubernetesDriver is the AWS (EKS) implementation of the kubernetes pipeline's Driver.
+type KubernetesDriver struct{ P *Provider }
+
+var _ kubernetes.Driver = KubernetesDriver{}
+
+func (d KubernetesDriver) EnsureNetwork(ctx context.Context, j *job.Job, c kubernetes.Config) (kubernetes.Network, error) {
+	n, err := d.P.EnsureNetwork(ctx, NetworkSpec{Tags: JobTags(j), ExistingVPCID: c.VPCID, ExistingSubnetIDs: c.SubnetIDs})
+	subnets := n.PrivateSubnetIDs
+	if len(subnets) == 0 {
+		subnets = n.PublicSubnetIDs
+	}
+	return kubernetes.Network{VPCID: n.VPCID, SubnetIDs: subnets, Ready: n.Ready}, err
+}
+
+func (d KubernetesDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, error) {
+	return d.P.DeleteNetwork(ctx, JobTags(j))
+}
+
+func (d KubernetesDriver) EnsureRoles(ctx context.Context, j *job.Job) (kubernetes.Roles, error) {
+	specs := RolesFor(job.FamilyKubernetes, JobTags(j))
+	cr, err := d.P.EnsureRole(ctx, specs[0])
+	if err != nil {
+		return kubernetes.Roles{}, err
+	}
+	nr, err := d.P.EnsureRole(ctx, specs[1])
+	return kubernetes.Roles{ClusterRole: cr.ARN, NodeRole: nr.ARN}, err
+}
+
+func (d KubernetesDriver) DeleteRoles(ctx context.Context, j *job.Job) error {
+	for _, s := range RolesFor(job.FamilyKubernetes, JobTags(j)) {
+		if err := d.P.DeleteRole(ctx, s.Tags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kubernetes.Config, n kubernetes.Network, r kubernetes.Roles) (kubernetes.Cluster, error) {
+	cl, err := d.P.EnsureCluster(ctx, ClusterSpec{Tags: JobTags(j), Name: c.Name, Version: c.Version, RoleARN: r.ClusterRole, SubnetIDs: n.SubnetIDs})
+	out := kubernetes.Cluster{Name: cl.Name, ID: cl.ARN, Endpoint: cl.Endpoint, CAData: cl.CAData}
+	if err != nil || !cl.Ready {
+		return out, err
+	}
+	all := true
+	for _, ng := range c.NodeGroups {
+		active, err := d.P.EnsureNodeGroup(ctx, JobTags(j), c.Name, NodeGroupSpec{Name: ng.Name, InstanceType: ng.InstanceType,
+			Min: ng.Min, Max: ng.Max, NodeRoleARN: r.NodeRole, SubnetIDs: n.SubnetIDs})
+		if err != nil {
+			return out, err
+		}
+		all = all && active
+	}
+	out.Ready = all
+	return out, nil
+}
+
+func (d KubernetesDriver) DeleteCluster(ctx context.Context, j *job.Job, name string) (bool, error) {
+	return d.P.DeleteCluster(ctx, JobTags(j), name)
 }

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 )
@@ -76,6 +78,35 @@ func TestFamilyPipelinesOnAWS(t *testing.T) {
 					t.Fatal(err)
 				}
 				n := 0
+				for _, v := range left {
+					n += v
+				}
+				return n
+			},
+		},
+		"kubernetes (reference request, new network)": {
+			family: job.FamilyKubernetes, config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":2,"max":6}]}`,
+			skipWant: kubernetes.StepComponents,
+			build: func(p *Provider) pipeline.Pipeline {
+				return kubernetes.New(func(context.Context, *job.Job) (kubernetes.Driver, error) { return KubernetesDriver{P: p}, nil }, nil, 1)
+			},
+			count: func(ctx context.Context, t *testing.T, p *Provider, j *job.Job) int {
+				left, err := p.Leftovers(ctx, JobTags(j))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cl, err := p.eks.ListClusters(ctx, &eks.ListClustersInput{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := len(cl.Clusters)
+				for _, c := range cl.Clusters {
+					ngs, err := p.eks.ListNodegroups(ctx, &eks.ListNodegroupsInput{ClusterName: &c})
+					if err != nil {
+						t.Fatal(err)
+					}
+					n += len(ngs.Nodegroups)
+				}
 				for _, v := range left {
 					n += v
 				}

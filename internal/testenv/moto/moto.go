@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/http"
 	"os"
@@ -130,20 +131,35 @@ func (s *Server) Kill() { s.Stop() }
 // Output is what the server printed so far (useful in a failure message).
 func (s *Server) Output() string { return s.output.String() }
 
-// Harness holds the one moto server of a test package. Build it in TestMain with NewHarness and
+// Harness holds the moto servers of a test package. Build it in TestMain with NewHarness and
 // Close it after m.Run; tests call Endpoint(t), which skips (or fails under CI=true) when moto
-// could not be started.
+// could not be started. A moto process serves one request at a time, so a package with many
+// parallel tests gets a few servers (GROUNDWORK_MOTO_SERVERS, default 2) and each test is
+// pinned to one of them by its name.
 type Harness struct {
-	srv *Server
-	err error
+	servers []*Server
+	err     error
 }
 
-// NewHarness starts a server; a failure is kept and reported by Endpoint to each test.
+// NewHarness starts the servers; a failure is kept and reported by Endpoint to each test.
 func NewHarness() *Harness {
+	n := 2
+	if v, err := strconv.Atoi(os.Getenv("GROUNDWORK_MOTO_SERVERS")); err == nil && v > 0 {
+		n = v
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	srv, err := Start(ctx)
-	return &Harness{srv: srv, err: err}
+	h := &Harness{servers: make([]*Server, n)}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { h.servers[i], errs[i] = Start(ctx) })
+	}
+	wg.Wait()
+	if h.err = errors.Join(errs...); h.err != nil {
+		h.Close()
+	}
+	return h
 }
 
 // Endpoint returns the server's URL or ends the test: t.Skip normally, t.Fatal under CI=true,
@@ -160,16 +176,23 @@ func (h *Harness) Endpoint(t testing.TB) string {
 		}
 		t.Skipf("moto: %v", err)
 	}
-	return h.srv.Endpoint
+	return h.pick(t.Name()).Endpoint
 }
 
-// Server returns the running server (nil when it did not start).
-func (h *Harness) Server() *Server { return h.srv }
+// pick pins a test to one server, so that all its accounts live in one moto state.
+func (h *Harness) pick(name string) *Server {
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(name))
+	return h.servers[int(f.Sum32()%uint32(len(h.servers)))]
+}
 
-// Close stops the server.
+// Close stops the servers.
 func (h *Harness) Close() {
-	if h != nil {
-		h.srv.Stop()
+	if h == nil {
+		return
+	}
+	for _, s := range h.servers {
+		s.Stop()
 	}
 }
 

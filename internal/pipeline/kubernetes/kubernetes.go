@@ -1,0 +1,314 @@
+// Package kubernetes is the managed-cluster family's pipeline (reference/000_*): validate →
+// network → IAM → cluster (control plane and node groups) → bootstrap components → register
+// space → finalize. Register-space records the endpoint and CA only; tokens are minted from the
+// account's credentials when needed, so no static kubeconfig is stored.
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+)
+
+// Step names.
+const (
+	StepValidate   = "validate"
+	StepNetwork    = "create_network"
+	StepIAM        = "create_iam"
+	StepCluster    = "create_cluster"
+	StepComponents = "bootstrap_components"
+	StepRegister   = "register_space"
+	StepFinalize   = "finalize"
+)
+
+// Infra keys.
+const (
+	InfraNetwork    = "network"
+	InfraIAM        = "iam"
+	InfraCluster    = "cluster"
+	InfraComponents = "components"
+	InfraSpace      = "space"
+)
+
+// NodeGroup is one managed node group of the request.
+type NodeGroup struct {
+	Name         string `json:"name"`
+	InstanceType string `json:"instanceType"`
+	Min          int32  `json:"min"`
+	Max          int32  `json:"max"`
+}
+
+// Config is the reference's cluster request.
+type Config struct {
+	Name       string      `json:"name"`
+	Version    string      `json:"version,omitempty"`
+	NodeGroups []NodeGroup `json:"nodeGroups"`
+	VPCID      string      `json:"vpcID,omitempty"`
+	SubnetIDs  []string    `json:"subnetIDs,omitempty"`
+	Components []string    `json:"components,omitempty"`
+}
+
+// Network is what the network step records.
+type Network struct {
+	VPCID     string   `json:"vpcID"`
+	SubnetIDs []string `json:"subnetIDs"`
+	Ready     bool     `json:"ready"`
+}
+
+// Roles are the IAM roles the cluster needs.
+type Roles struct {
+	ClusterRole string `json:"clusterRole"`
+	NodeRole    string `json:"nodeRole"`
+}
+
+// Cluster is what the cluster step records: where the API server is and its CA.
+type Cluster struct {
+	Name     string `json:"name"`
+	ID       string `json:"id"`
+	Endpoint string `json:"endpoint"`
+	CAData   string `json:"caData"`
+	Ready    bool   `json:"ready"`
+}
+
+// Driver is the cloud work; every method is idempotent and keyed by the job.
+type Driver interface {
+	EnsureNetwork(ctx context.Context, j *job.Job, c Config) (Network, error)
+	DeleteNetwork(ctx context.Context, j *job.Job) (done bool, err error)
+	EnsureRoles(ctx context.Context, j *job.Job) (Roles, error)
+	DeleteRoles(ctx context.Context, j *job.Job) error
+	// EnsureCluster creates or observes the control plane and, once it is up, the node groups;
+	// Ready is true when all are active.
+	EnsureCluster(ctx context.Context, j *job.Job, c Config, n Network, r Roles) (Cluster, error)
+	DeleteCluster(ctx context.Context, j *job.Job, name string) (done bool, err error)
+}
+
+// ComponentInstaller installs the default platform components into a fresh cluster (a later
+// issue fills it; nil or an empty list is valid).
+type ComponentInstaller interface {
+	Install(ctx context.Context, j *job.Job, cl Cluster, components []string) error
+}
+
+// Resolver finds the driver for a job.
+type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
+
+// Pipeline is the kubernetes family's pipeline.
+type Pipeline struct {
+	resolve    Resolver
+	components ComponentInstaller
+	poll       time.Duration
+}
+
+var _ pipeline.Pipeline = (*Pipeline)(nil)
+
+// New returns the pipeline; components may be nil.
+func New(resolve Resolver, components ComponentInstaller, poll time.Duration) *Pipeline {
+	if poll <= 0 {
+		poll = 30 * time.Second
+	}
+	return &Pipeline{resolve: resolve, components: components, poll: poll}
+}
+
+func (p *Pipeline) Family() job.Family { return job.FamilyKubernetes }
+
+// LeaseTTL: one step is a few API calls (EKS create returns at once; the wait releases the lease).
+func (p *Pipeline) LeaseTTL() time.Duration { return 20 * time.Minute }
+
+// DecodeConfig reads a job's config.
+func DecodeConfig(raw json.RawMessage) (Config, error) {
+	var c Config
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// Validate checks the config; errors name the field.
+func (c Config) Validate() error {
+	if c.Name == "" || len(c.Name) > 100 {
+		return errors.New("name: required, at most 100 characters")
+	}
+	if len(c.NodeGroups) == 0 {
+		return errors.New("nodeGroups: at least one")
+	}
+	for i, ng := range c.NodeGroups {
+		if ng.Name == "" || ng.InstanceType == "" || ng.Min < 0 || ng.Max < 1 || ng.Min > ng.Max {
+			return fmt.Errorf("nodeGroups[%d]: name, instanceType and 0 <= min <= max, max >= 1", i)
+		}
+	}
+	if len(c.SubnetIDs) > 0 && c.VPCID == "" {
+		return errors.New("subnetIDs: only with vpcID")
+	}
+	return nil
+}
+
+func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
+	c, err := DecodeConfig(j.Config)
+	if err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
+	return []pipeline.Step{
+		{Name: StepValidate, Do: p.validate},
+		{Name: StepNetwork, Do: p.network, Undo: p.undoNetwork},
+		{Name: StepIAM, Do: p.iam, Undo: p.undoIAM},
+		{Name: StepCluster, Do: p.cluster, Undo: p.undoCluster},
+		{Name: StepComponents, Do: p.bootstrap},
+		{Name: StepRegister, Do: p.register, Undo: p.unregister},
+		{Name: StepFinalize, Do: func(context.Context, *pipeline.Run) (pipeline.Result, error) { return pipeline.Done(nil), nil }},
+	}
+}
+
+func (p *Pipeline) load(ctx context.Context, r *pipeline.Run) (Config, Driver, error) {
+	c, err := DecodeConfig(r.Job.Config)
+	if err != nil {
+		return c, nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	d, err := p.resolve(ctx, r.Job)
+	return c, d, err
+}
+
+func infra[T any](r *pipeline.Run, key string) (T, error) {
+	var v T
+	ok, err := r.Infra(key, &v)
+	if err != nil || !ok {
+		return v, fault.System(fmt.Errorf("infra %q missing: %v", key, err))
+	}
+	return v, nil
+}
+
+func (p *Pipeline) validate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	if err := p.Validate(ctx, r.Job); err != nil {
+		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	return pipeline.Done(nil), nil
+}
+
+func (p *Pipeline) network(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	n, err := d.EnsureNetwork(ctx, r.Job, c)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !n.Ready {
+		return pipeline.Wait(p.poll, "waiting for the NAT gateway", map[string]any{InfraNetwork: n}), nil
+	}
+	return pipeline.Done(map[string]any{InfraNetwork: n}), nil
+}
+
+func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	_, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	done, err := d.DeleteNetwork(ctx, r.Job)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !done {
+		return pipeline.Wait(p.poll, "waiting for the NAT gateway to be deleted", nil), nil
+	}
+	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
+}
+
+func (p *Pipeline) iam(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	_, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	roles, err := d.EnsureRoles(ctx, r.Job)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Done(map[string]any{InfraIAM: roles}), nil
+}
+
+func (p *Pipeline) undoIAM(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	_, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Done(map[string]any{InfraIAM: nil}), d.DeleteRoles(ctx, r.Job)
+}
+
+func (p *Pipeline) cluster(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	n, err := infra[Network](r, InfraNetwork)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	roles, err := infra[Roles](r, InfraIAM)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	cl, err := d.EnsureCluster(ctx, r.Job, c, n, roles)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !cl.Ready {
+		return pipeline.Wait(p.poll, "waiting for the control plane and node groups", map[string]any{InfraCluster: cl}), nil
+	}
+	return pipeline.Done(map[string]any{InfraCluster: cl}), nil
+}
+
+func (p *Pipeline) undoCluster(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, d, err := p.load(ctx, r)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	done, err := d.DeleteCluster(ctx, r.Job, c.Name)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !done {
+		return pipeline.Wait(p.poll, "waiting for the node groups and control plane to be deleted", nil), nil
+	}
+	return pipeline.Done(map[string]any{InfraCluster: nil}), nil
+}
+
+func (p *Pipeline) bootstrap(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, err := DecodeConfig(r.Job.Config)
+	if err != nil {
+		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	if len(c.Components) == 0 || p.components == nil {
+		return pipeline.Skip("no default components to install"), nil
+	}
+	cl, err := infra[Cluster](r, InfraCluster)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if err := p.components.Install(ctx, r.Job, cl, c.Components); err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Done(map[string]any{InfraComponents: c.Components}), nil
+}
+
+func (p *Pipeline) register(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	cl, err := infra[Cluster](r, InfraCluster)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	// Endpoint and CA only: credentials are minted per use from the cloud account.
+	return pipeline.Done(map[string]any{InfraSpace: map[string]string{
+		"clusterName": cl.Name, "endpoint": cl.Endpoint, "caData": cl.CAData, "auth": "cloud-token",
+	}}), nil
+}
+
+func (p *Pipeline) unregister(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	return pipeline.Done(map[string]any{InfraSpace: nil}), nil
+}
