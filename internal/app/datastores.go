@@ -31,6 +31,9 @@ type DatastoreOptions struct {
 	WrapRecords func(datastore.Records) datastore.Records
 	// Poll is the wait between readiness checks of a new server (default 2s).
 	Poll time.Duration
+	// LeaseTTL overrides the pipeline's lease (5 minutes); crash tests shorten it so that a
+	// restarted server claims a dead one's job promptly.
+	LeaseTTL time.Duration
 }
 
 // datastoreRecords is what the store offers the datastore family: the records the service
@@ -75,6 +78,7 @@ func wireDatastores(o Options, st store.Store, sec secrets.SecretStore) (*datast
 	d.pipeline = &datastorePipeline{
 		Pipeline: dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": drv}, Secrets: sec, Poll: o.Datastores.Poll}),
 		parts:    d,
+		leaseTTL: o.Datastores.LeaseTTL,
 	}
 	return d, nil
 }
@@ -187,7 +191,16 @@ func (d *datastoreParts) forgetConnections(ctx context.Context, jobID, dbID stri
 // is stored, and the job's databases forgotten at teardown.
 type datastorePipeline struct {
 	*dspipe.Pipeline
-	parts *datastoreParts
+	parts    *datastoreParts
+	leaseTTL time.Duration
+}
+
+// LeaseTTL implements pipeline.Pipeline.
+func (p *datastorePipeline) LeaseTTL() time.Duration {
+	if p.leaseTTL > 0 {
+		return p.leaseTTL
+	}
+	return p.Pipeline.LeaseTTL()
 }
 
 // Validate implements pipeline.Pipeline. For an adopt request it also takes adminPassword out

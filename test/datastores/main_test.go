@@ -1,0 +1,113 @@
+// Package datastores proves the datastore family end to end through a real Groundwork server:
+// the test binary re-executes itself as the server (app.Run), which runs real PostgreSQL,
+// MariaDB and Redis processes through the local provider; the tests drive it over HTTP, kill
+// it with SIGKILL at chosen points, and scan everything it wrote for the passwords it made.
+package datastores
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"testing"
+
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/datastore"
+	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
+)
+
+// Environment of a child server.
+const (
+	envServe    = "GW_DS_SERVE"
+	envAddrFile = "GW_DS_ADDR_FILE"
+	envDB       = "GW_DS_DB"
+	envDataDir  = "GW_DS_DATA_DIR"
+	// envStopAt names the point where the child stops (and waits to be killed), writing a
+	// marker file per job into envMarkers first: "create_server" (after the server process
+	// started, before the step's checkpoint) or "database_ready" (after CREATE DATABASE and
+	// CREATE USER ran, before the record says ready).
+	envStopAt  = "GW_DS_STOP_AT"
+	envMarkers = "GW_DS_MARKERS"
+)
+
+const bootstrapToken = "datastores-test-token"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envServe) == "1" {
+		os.Exit(serve())
+	}
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+func serve() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	opts := app.DatastoreOptions{Poll: 100 * time.Millisecond, LeaseTTL: 3 * time.Second}
+	markers := os.Getenv(envMarkers)
+	switch os.Getenv(envStopAt) {
+	case "create_server":
+		opts.WrapDriver = func(d dspipe.Driver) dspipe.Driver {
+			d.Servers = stopAfterCreate{Servers: d.Servers, markers: markers}
+			return d
+		}
+	case "database_ready":
+		opts.WrapRecords = func(r datastore.Records) datastore.Records {
+			return stopBeforeReady{Records: r, markers: markers}
+		}
+	}
+	err := app.Run(ctx, app.Options{
+		Addr: "127.0.0.1:0", Database: os.Getenv(envDB), DataDir: os.Getenv(envDataDir),
+		BootstrapToken: bootstrapToken, Workers: 4, PollInterval: 50 * time.Millisecond,
+		// Info level and JSON: the logs the leak scan reads are the ones an operator keeps.
+		Logger:     slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Datastores: opts,
+		Listening: func(addr string) {
+			f := os.Getenv(envAddrFile)
+			_ = os.WriteFile(f+".tmp", []byte(addr), 0o644)
+			_ = os.Rename(f+".tmp", f)
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// park writes the marker and blocks until the process is killed (or shut down).
+func park(ctx context.Context, markers, name string) error {
+	_ = os.WriteFile(markers+"/"+name, nil, 0o644)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+type stopAfterCreate struct {
+	dspipe.Servers
+	markers string
+}
+
+func (s stopAfterCreate) Create(ctx context.Context, p dspipe.CreateParams) (dspipe.ServerInfo, error) {
+	if _, err := s.Servers.Create(ctx, p); err != nil {
+		return dspipe.ServerInfo{}, err
+	}
+	return dspipe.ServerInfo{}, park(ctx, s.markers, p.JobID)
+}
+
+type stopBeforeReady struct {
+	datastore.Records
+	markers string
+}
+
+func (s stopBeforeReady) UpdateDatabaseStatus(ctx context.Context, jobID, id, status string, now time.Time) error {
+	if status == datastore.StatusReady {
+		return park(ctx, s.markers, jobID)
+	}
+	return s.Records.UpdateDatabaseStatus(ctx, jobID, id, status, now)
+}
