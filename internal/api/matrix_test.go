@@ -328,6 +328,10 @@ func fixtures() map[string]fixture {
 		"GET /api/teams/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
 			return target{path: "/api/teams/" + e.team(t, org, nil)}
 		}},
+		"PATCH /api/teams/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			id := e.team(t, org, nil)
+			return target{path: "/api/teams/" + id, body: `{"spaceIDs":["` + e.space(t, org) + `"]}`, resourceType: "team", resourceID: id}
+		}},
 		"DELETE /api/teams/{id}": {ok: 204, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
 			id := e.team(t, org, nil)
 			return target{path: "/api/teams/" + id, resourceType: "team", resourceID: id}

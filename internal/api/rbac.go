@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -324,19 +325,8 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, p *Principal
 		return badRequest("bad name", FieldError{Field: "name", Rule: "required", Message: "is required, at most 100 characters"})
 	}
 	ctx := r.Context()
-	for i, m := range req.Members {
-		if _, err := s.cfg.Store.GetUser(ctx, p.OrgID, m); errors.Is(err, store.ErrNotFound) {
-			return problem(http.StatusNotFound, "member not found", FieldError{Field: "members[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no user " + m})
-		} else if err != nil {
-			return err
-		}
-	}
-	for i, id := range req.SpaceIDs {
-		if _, err := s.cfg.Store.GetSpace(ctx, p.OrgID, id); errors.Is(err, store.ErrNotFound) {
-			return problem(http.StatusNotFound, "space not found", FieldError{Field: "spaceIDs[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no space " + id})
-		} else if err != nil {
-			return err
-		}
+	if err := s.checkTeamRefs(ctx, p.OrgID, req.Members, req.SpaceIDs); err != nil {
+		return err
 	}
 	t := &store.Team{ID: "team_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Members: req.Members,
 		SpaceIDs: req.SpaceIDs, CreatedAt: s.cfg.Now()}
@@ -355,6 +345,74 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, p *Principal
 		t.SpaceIDs = []string{}
 	}
 	writeJSON(w, http.StatusCreated, t)
+	return nil
+}
+
+type patchTeamRequest struct {
+	Name     *string  `json:"name"`
+	Members  []string `json:"members"`  // nil: unchanged
+	SpaceIDs []string `json:"spaceIDs"` // nil: unchanged
+}
+
+func (s *Server) patchTeam(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	var req patchTeamRequest
+	if pr := decode(r, &req); pr != nil {
+		return pr
+	}
+	ctx := r.Context()
+	if err := s.checkTeamRefs(ctx, p.OrgID, req.Members, req.SpaceIDs); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	var out *store.Team
+	err := s.audited(ctx, p, entry(audit.ScopePlatform, "team.update", "team", id,
+		map[string]any{"name": req.Name, "members": req.Members, "spaceIDs": req.SpaceIDs}),
+		func(tx store.Store) error {
+			t, err := tx.GetTeam(ctx, p.OrgID, id)
+			if err != nil {
+				return err
+			}
+			if req.Name != nil {
+				if strings.TrimSpace(*req.Name) == "" || len(*req.Name) > 100 {
+					return badRequest("bad name", FieldError{Field: "name", Rule: "required", Message: "is required, at most 100 characters"})
+				}
+				t.Name = *req.Name
+			}
+			if req.Members != nil {
+				t.Members = req.Members
+			}
+			if req.SpaceIDs != nil {
+				t.SpaceIDs = req.SpaceIDs
+			}
+			out = t
+			return tx.UpdateTeam(ctx, t)
+		})
+	if errors.Is(err, store.ErrConflict) {
+		return problem(http.StatusConflict, "a team with that name exists")
+	}
+	if err != nil {
+		return storeErr(err, "team")
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// checkTeamRefs answers 404 naming the first member or space that is not in the org.
+func (s *Server) checkTeamRefs(ctx context.Context, org string, members, spaceIDs []string) error {
+	for i, m := range members {
+		if _, err := s.cfg.Store.GetUser(ctx, org, m); errors.Is(err, store.ErrNotFound) {
+			return problem(http.StatusNotFound, "member not found", FieldError{Field: "members[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no user " + m})
+		} else if err != nil {
+			return err
+		}
+	}
+	for i, id := range spaceIDs {
+		if _, err := s.cfg.Store.GetSpace(ctx, org, id); errors.Is(err, store.ErrNotFound) {
+			return problem(http.StatusNotFound, "space not found", FieldError{Field: "spaceIDs[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no space " + id})
+		} else if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

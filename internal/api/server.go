@@ -151,6 +151,7 @@ func (s *Server) routes() []route {
 		{"PATCH", "/api/cloud-accounts/{id}", "cloud-account:update", s.patchAccount},
 		{"DELETE", "/api/cloud-accounts/{id}", "cloud-account:delete", s.deleteAccount},
 		{"GET", "/api/cloud-accounts/{id}/upgrade-policy", "cloud-account:view", s.accountUpgradePolicy},
+		{"PATCH", "/api/teams/{id}", "team:update", s.patchTeam},
 	}
 }
 

@@ -64,6 +64,8 @@ type AccessStore interface {
 	CreateTeam(ctx context.Context, t *Team) error
 	GetTeam(ctx context.Context, orgID, id string) (*Team, error)
 	ListTeams(ctx context.Context, orgID string) ([]*Team, error)
+	// UpdateTeam replaces the name, members and spaces of a team.
+	UpdateTeam(ctx context.Context, t *Team) error
 	DeleteTeam(ctx context.Context, orgID, id string) error
 
 	CreateToken(ctx context.Context, t *Token) error

@@ -171,6 +171,31 @@ func (s *Store) ListTeams(ctx context.Context, orgID string) ([]*store.Team, err
 	return list(ctx, s, scanTeam, `SELECT `+teamColumns+` FROM teams WHERE org_id = $1 ORDER BY id`, orgID)
 }
 
+func (s *Store) UpdateTeam(ctx context.Context, t *store.Team) error {
+	members, err := jsonText(nonNil(t.Members))
+	if err != nil {
+		return err
+	}
+	spaces, err := jsonText(nonNil(t.SpaceIDs))
+	if err != nil {
+		return err
+	}
+	res, err := s.q.ExecContext(ctx, `UPDATE teams SET name = $3, members = $4, space_ids = $5 WHERE org_id = $1 AND id = $2`,
+		t.OrgID, t.ID, t.Name, members, spaces)
+	if isUnique(err) {
+		return fmt.Errorf("team: %w", store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("update team: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update team: %w", err)
+	} else if n == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
 func (s *Store) DeleteTeam(ctx context.Context, orgID, id string) error {
 	if err := s.deleteOne(ctx, "team", `DELETE FROM teams WHERE org_id = $1 AND id = $2`, orgID, id); err != nil {
 		return err

@@ -63,6 +63,18 @@ func testUsersTeams(t *testing.T, s store.Store) {
 	if _, err := s.GetTeam(ctx, "org2", "team_1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("other org sees team: %v", err)
 	}
+	got.SpaceIDs, got.Name = []string{"spc_1", "spc_2"}, "payments-eu"
+	if err := s.UpdateTeam(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.GetTeam(ctx, "org1", "team_1"); err != nil || len(again.SpaceIDs) != 2 || again.Name != "payments-eu" {
+		t.Fatalf("team update: %+v %v", again, err)
+	}
+	other := *got
+	other.OrgID = "org2"
+	if err := s.UpdateTeam(ctx, &other); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other org updates team: %v", err)
+	}
 	if err := s.DeleteTeam(ctx, "org2", "team_1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("other org deletes team: %v", err)
 	}
