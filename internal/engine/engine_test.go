@@ -375,14 +375,16 @@ func TestHeartbeatKeepsLeaseOverLongStep(t *testing.T) {
 		defer running.Add(-1)
 		if c.Step == "step1" {
 			select {
-			case <-time.After(1200 * time.Millisecond):
+			case <-time.After(2500 * time.Millisecond):
 			case <-ctx.Done():
 				return pipeline.Result{}, ctx.Err()
 			}
 		}
 		return pipeline.Done(nil), nil
 	})
-	b.pipe.TTL = 300 * time.Millisecond
+	// The step spans 2.5 lease TTLs: without renewal the second engine would take it over at 1s.
+	// The TTL leaves room for a loaded CI machine running this under the race detector.
+	b.pipe.TTL = time.Second
 	b.start(t, nil)
 	b.start(t, nil)
 	j := b.submit(t)
@@ -390,8 +392,8 @@ func TestHeartbeatKeepsLeaseOverLongStep(t *testing.T) {
 	if overlap.Load() || b.calls.count(j.ID, "step1", false) != 1 || got.Steps[0].Attempts != 1 {
 		t.Fatalf("long step was taken over: ran %d times", b.calls.count(j.ID, "step1", false))
 	}
-	if got.LeaseTTL != 300*time.Millisecond {
-		t.Fatalf("lease TTL %s, want the family's 300ms", got.LeaseTTL)
+	if got.LeaseTTL != time.Second {
+		t.Fatalf("lease TTL %s, want the family's 1s", got.LeaseTTL)
 	}
 }
 
