@@ -542,3 +542,38 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 		}
 	}
 }
+
+// No list answers another org's objects: with one of every kind made in org_b, org_a's admin
+// lists everything and finds no trace of org_b (every object carries its org or an org_b email).
+func TestListsStayInOrg(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t)
+	fx := fixtures()
+	bAdmin := e.tokens[orgB+"/admin"]
+	for _, rt := range e.srv.routes() {
+		key := rt.method + " " + rt.path
+		if f, ok := fx[key]; ok && f.crossOrg {
+			tg := f.make(t, e, orgB)
+			// Mutations run too, as org_b's admin, so that org_b has audit entries and tokens.
+			e.call(t, bAdmin, rt.method, tg.path, tg.body)
+		}
+	}
+	lists, seenB := 0, 0
+	for _, rt := range e.srv.routes() {
+		if rt.method != http.MethodGet || strings.Contains(rt.path, "{") {
+			continue
+		}
+		lists++
+		got := e.call(t, e.tokens[orgA+"/admin"], "GET", rt.path, "")
+		if got.status != 200 || strings.Contains(got.raw, orgB) {
+			t.Errorf("GET %s as org_a: %d, mentions org_b: %v", rt.path, got.status, strings.Contains(got.raw, orgB))
+		}
+		if strings.Contains(e.call(t, bAdmin, "GET", rt.path, "").raw, orgB) {
+			seenB++
+		}
+	}
+	// The check means something only if org_b's own lists do show org_b's objects.
+	if lists < 10 || seenB < 7 {
+		t.Fatalf("%d list routes checked, %d of them show org_b to org_b", lists, seenB)
+	}
+}
