@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("GROUNDWORK_TOKEN"), "API token (GROUNDWORK_TOKEN)")
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	root.AddCommand(newServe(), newMigrate(), newJobs(g), newSpaces(g), newAccounts(g), newCatalog(g))
-	root.AddCommand(newProvisioners(g))
+	root.AddCommand(newProvisioners(g), newComponents(g))
 	root.AddCommand(newTokens(g), newUsers(g), newRoles(g), newAuditLogs(g))
 	root.AddCommand(newDatabases(g), newConnections(g), newSecrets(g))
 	return root
@@ -82,6 +82,7 @@ func newServe() *cobra.Command {
 	cmd.Flags().StringVar(&o.Database, "database", os.Getenv("GROUNDWORK_DATABASE"), "postgres://… for PostgreSQL; default SQLite in the data dir (GROUNDWORK_DATABASE)")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", envOr("GROUNDWORK_DATA_DIR", "./groundwork-data"), "data directory (GROUNDWORK_DATA_DIR)")
 	cmd.Flags().IntVar(&workers, "workers", envInt("GROUNDWORK_WORKERS", 8), "concurrent jobs this replica runs (GROUNDWORK_WORKERS)")
+	addComponentFlags(cmd, &o.Components)
 	return cmd
 }
 

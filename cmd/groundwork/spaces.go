@@ -62,7 +62,7 @@ func newSpaces(g *globals) *cobra.Command {
 			return g.client().Do(ctxOf(cmd), "DELETE", "/api/spaces/"+args[0], nil, nil)
 		},
 	}
-	cmd.AddCommand(create, list, get, del)
+	cmd.AddCommand(create, list, get, del, newRegisterCluster(g))
 	return cmd
 }
 

@@ -89,6 +89,9 @@ type Config struct {
 	Provisioners Provisioners
 	// Datastores serves databases, connections and secret reveal (nil: those routes are absent).
 	Datastores *DatastoreConfig
+	// Components serves the Helm component catalog, install-component and cluster
+	// registration (nil: those routes are absent).
+	Components *ComponentConfig
 }
 
 // Server is the HTTP API.
@@ -173,7 +176,7 @@ func New(cfg Config) *Server {
 		cfg.Ready = func() bool { return true }
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
-	for _, rt := range append(s.routes(), s.datastoreRoutes()...) {
+	for _, rt := range append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...) {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

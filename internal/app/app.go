@@ -57,6 +57,8 @@ type Options struct {
 	Protocol ProtocolOptions
 	// Datastores configures the datastore family (local servers, databases, connections).
 	Datastores DatastoreOptions
+	// Components configures the component family and cluster spaces.
+	Components ComponentOptions
 }
 
 // OpenStore opens the store named by database (applying migrations).
@@ -116,9 +118,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	cmp, err := wireComponents(o, st, sec)
+	if err != nil {
+		return err
+	}
 	pipes := o.Pipelines
 	if pipes == nil {
-		pipes = builtinPipelines(o, dsp)
+		pipes = builtinPipelines(o, dsp, cmp)
 	}
 	reg, err := pipeline.NewRegistry(pipes...)
 	if err != nil {
@@ -147,7 +153,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Secrets: sec, Hub: hub, Metrics: metrics,
-		Provisioners: prov.registry, Datastores: dsp.api, Logger: log, Ready: func() bool {
+		Provisioners: prov.registry, Datastores: dsp.api, Components: cmp.api, Logger: log, Ready: func() bool {
 			select {
 			case <-eng.Draining():
 				return false
@@ -170,6 +176,7 @@ func Run(ctx context.Context, o Options) error {
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx) }()
 	go dsp.reconcile(ctx)
+	go cmp.watch(ctx)
 	select {
 	case <-ctx.Done():
 	case err := <-httpErr:

@@ -5,10 +5,11 @@ import (
 )
 
 // builtinPipelines lists the resource families this build provisions.
-func builtinPipelines(o Options, ds *datastoreParts) []pipeline.Pipeline {
+func builtinPipelines(o Options, ds *datastoreParts, cp *componentParts) []pipeline.Pipeline {
 	var out []pipeline.Pipeline
 	if ds.pipeline != nil {
 		out = append(out, ds.pipeline)
 	}
+	out = append(out, cp.pipeline)
 	return out
 }

@@ -1,0 +1,264 @@
+package components
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
+)
+
+// gw is a Groundwork server as the tests talk to it: a base URL and the admin token.
+type gw struct {
+	url, token string
+}
+
+// startServer runs Groundwork in-process with the test catalog and charts.
+func startServer(t *testing.T) *gw {
+	t.Helper()
+	s := apptest.Start(t, app.Options{Components: componentOptions()})
+	return &gw{url: s.URL, token: s.Token}
+}
+
+type reply struct {
+	status int
+	raw    []byte
+}
+
+func (r reply) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.raw, v); err != nil {
+		t.Fatalf("decode %s: %v", r.raw, err)
+	}
+}
+
+// fields lists the fields a problem answer names.
+func (r reply) fields() []string {
+	var pr struct {
+		Errors []struct {
+			Field string `json:"field"`
+		} `json:"errors"`
+	}
+	_ = json.Unmarshal(r.raw, &pr)
+	var out []string
+	for _, e := range pr.Errors {
+		out = append(out, e.Field)
+	}
+	return out
+}
+
+func (g *gw) call(t *testing.T, method, path string, body any) reply {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, g.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+g.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, raw: raw}
+}
+
+// must calls and fails the test unless the answer has status want.
+func (g *gw) must(t *testing.T, want int, method, path string, body, out any) {
+	t.Helper()
+	r := g.call(t, method, path, body)
+	if r.status != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, r.status, want, r.raw)
+	}
+	if out != nil {
+		r.decode(t, out)
+	}
+}
+
+// register registers env's API server as a space from endpoint, CA and token.
+func (g *gw) register(t *testing.T, env *kubeenv.Env, name string) *store.Space {
+	t.Helper()
+	var sp store.Space
+	g.must(t, http.StatusCreated, "POST", "/api/spaces/register-cluster", map[string]any{
+		"name": name, "cluster": map[string]string{"endpoint": env.Host, "caData": string(env.CA), "token": env.Token},
+	}, &sp)
+	return &sp
+}
+
+// install submits an install-component job of the demo component and returns its ID.
+func (g *gw) install(t *testing.T, spaceID string, values map[string]any) string {
+	t.Helper()
+	var j job.Job
+	g.must(t, http.StatusCreated, "POST", "/api/provisioning-jobs/install-component",
+		map[string]any{"spaceID": spaceID, "componentID": "demo", "values": values}, &j)
+	if j.Family != job.FamilyComponent || j.ID == "" {
+		t.Fatalf("install-component made %+v", j)
+	}
+	return j.ID
+}
+
+func (g *gw) job(t *testing.T, id string) *job.Job {
+	t.Helper()
+	var j job.Job
+	g.must(t, http.StatusOK, "GET", "/api/provisioning-jobs/"+id, nil, &j)
+	return &j
+}
+
+// waitJob polls the job until it has status want and fails on any other settled status. The
+// test API server has no controller manager, so while it waits it plays the deployment
+// controller for the demo release (see markAvailable).
+func (g *gw) waitJob(t *testing.T, cs kubernetes.Interface, id string, want job.Status) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		j := g.job(t, id)
+		if j.Status == want {
+			return j
+		}
+		switch j.Status {
+		case job.StatusCompleted, job.StatusFailed, job.StatusCancelled, job.StatusDeleted:
+			t.Fatalf("job %s is %s, want %s: %+v", id, j.Status, want, j.Failure)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s (%s), want %s", id, j.Status, j.Phase, want)
+		}
+		if cs != nil {
+			markAvailable(t, cs, "demo-system", "demo")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitSpace polls the space until its status is want.
+func (g *gw) waitSpace(t *testing.T, id, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var sp store.Space
+		g.must(t, http.StatusOK, "GET", "/api/spaces/"+id, nil, &sp)
+		if sp.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("space %s still %s, want %s", id, sp.Status, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// markAvailable writes the status the deployment controller would once the deployment's pods
+// are up, for its current generation; a deployment not created yet is left for the next look.
+func markAvailable(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	deps := cs.AppsV1().Deployments(ns)
+	dep, err := deps.Get(t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dep.Status.ObservedGeneration == dep.Generation && dep.Status.AvailableReplicas == *dep.Spec.Replicas {
+		return
+	}
+	n := *dep.Spec.Replicas
+	dep.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+		Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
+			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
+		},
+	}
+	if _, err := deps.UpdateStatus(t.Context(), dep, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		t.Fatal(err)
+	}
+}
+
+func clientset(t *testing.T, env *kubeenv.Env) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// child is a Groundwork server running as a child process (the test binary in serve mode).
+type child struct {
+	*gw
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+// startChild runs a child server on dataDir; n numbers its log and address files.
+func startChild(t *testing.T, dir, dataDir string, n int) *child {
+	t.Helper()
+	addrFile := filepath.Join(dir, fmt.Sprintf("addr-%d", n))
+	logPath := filepath.Join(dir, fmt.Sprintf("server-%d.log", n))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envServe+"=1", envAddrFile+"="+addrFile, envDataDir+"="+dataDir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() { _ = cmd.Wait(); logf.Close(); close(c.done) }()
+	t.Cleanup(c.kill)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
+			c.gw = &gw{url: "http://" + string(b), token: childToken}
+			return c
+		}
+		select {
+		case <-c.done:
+			out, _ := os.ReadFile(logPath)
+			t.Fatalf("server exited at start: %s", out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (c *child) kill() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
