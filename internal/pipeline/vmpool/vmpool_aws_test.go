@@ -46,6 +46,12 @@ func newDriver(t *testing.T, region string) (*aws.Provider, vmpool.Driver) {
 // runSteps drives steps as the engine does: Do (or Undo) until done or skipped, re-running on
 // wait, merging infra after each call. It returns each step's final outcome.
 func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo bool) map[string]pipeline.Outcome {
+	return runCrashing(ctx, t, j, steps, undo, false)
+}
+
+// runCrashing is runSteps; with crash set, each step first runs once and its result is lost,
+// as when the process dies after the cloud calls and before the checkpoint commits.
+func runCrashing(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo, crash bool) map[string]pipeline.Outcome {
 	t.Helper()
 	out := map[string]pipeline.Outcome{}
 	for _, s := range steps {
@@ -55,6 +61,11 @@ func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.St
 		}
 		if fn == nil {
 			continue
+		}
+		if crash {
+			if _, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: 1}); err != nil {
+				t.Fatalf("step %s before the crash: %v", s.Name, err)
+			}
 		}
 		for attempt := 1; ; attempt++ {
 			if attempt > 50 {
@@ -121,11 +132,18 @@ func TestVMPoolPipelineOnAWS(t *testing.T) {
 			if len(steps) != tc.wantSteps {
 				t.Fatalf("%d steps, want %d", len(steps), tc.wantSteps)
 			}
-			outcomes := runSteps(ctx, t, j, steps, false)
+			outcomes := runCrashing(ctx, t, j, steps, false, true)
 			tags := aws.JobTags(j)
 			first, err := p.Leftovers(ctx, tags)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Despite the crash before every checkpoint: exactly one of each resource.
+			c0, _ := vmpool.DecodeConfig(cfg)
+			for kind, want := range map[string]int{"vpc": 1, "nat-gateway": 1, "elastic-ip": 1, "launch-template": 1, "iam-role": 1, "instance": int(c0.Desired)} {
+				if first[kind] != want {
+					t.Fatalf("%s: %d after crash and re-run, want %d (all: %v)", kind, first[kind], want, first)
+				}
 			}
 			// Every step run again (as after a crash before its checkpoint) creates nothing new.
 			runSteps(ctx, t, j, steps, false)

@@ -20,6 +20,12 @@ import (
 
 // drive runs steps (or their undos) as the engine does, re-running a step that waits.
 func drive(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo bool) map[string]pipeline.Outcome {
+	return driveCrashing(ctx, t, j, steps, undo, false)
+}
+
+// driveCrashing is drive; with crash set, every step is first run once and its result thrown
+// away, as when the process dies after the cloud calls and before the checkpoint commits.
+func driveCrashing(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo, crash bool) map[string]pipeline.Outcome {
 	t.Helper()
 	out := map[string]pipeline.Outcome{}
 	for i := range steps {
@@ -33,6 +39,11 @@ func drive(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step,
 		}
 		if fn == nil {
 			continue
+		}
+		if crash {
+			if _, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: 1}); err != nil && fault.ClassOf(err) != job.ClassTransient {
+				t.Fatalf("step %s before the crash: %v", s.Name, err)
+			}
 		}
 		for attempt := 1; ; attempt++ {
 			if attempt > 50 {
@@ -159,7 +170,8 @@ func TestFamilyPipelinesOnAWS(t *testing.T) {
 				t.Fatal(err)
 			}
 			steps := pl.Steps(j)
-			outcomes := drive(ctx, t, j, steps, false)
+			// A crash between each step's cloud calls and its checkpoint, then the re-run.
+			outcomes := driveCrashing(ctx, t, j, steps, false, true)
 			if tc.skipWant != "" && outcomes[tc.skipWant] != pipeline.OutcomeSkip {
 				t.Fatalf("%s outcome %v, want skip", tc.skipWant, outcomes[tc.skipWant])
 			}
