@@ -65,6 +65,9 @@ var scopedCollections = map[string]bool{
 	// The catalog is the same for everyone: whoever may view it anywhere may read it.
 	"GET /api/catalog/types":                   true,
 	"GET /api/catalog/types/{category}/{type}": true,
+	"GET /api/catalog/components":              true,
+	// install-component checks service:create on the space named in its body.
+	"POST /api/provisioning-jobs/install-component": true,
 }
 
 // scopes resolves the chain of scopes an object sits in: itself, its space, the teams that own

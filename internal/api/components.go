@@ -111,6 +111,15 @@ func (s *Server) installComponent(w http.ResponseWriter, r *http.Request, p *Pri
 	if err != nil {
 		return err
 	}
+	if p.Perms != nil && !p.Perms.OrgWide("service:create") {
+		chain, err := newScopes(s.cfg.Store, p.OrgID).space(r.Context(), sp.ID)
+		if err != nil {
+			return err
+		}
+		if !p.Can("service:create", chain...) {
+			return problem(http.StatusForbidden, "this needs the service:create permission on space "+sp.ID)
+		}
+	}
 	if _, ok, err := SpaceClusterOf(sp); err != nil {
 		return err
 	} else if !ok {

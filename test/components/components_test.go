@@ -314,3 +314,68 @@ func TestSIGKILLDuringInstall(t *testing.T) {
 		t.Fatalf("configmap after recovery = %v, %v", cm, err)
 	}
 }
+
+// Who may do what: a viewer reads the catalog but registers and installs nothing; an editor
+// holding its role only on one space installs there and nowhere else, and registers nothing
+// (a new space is an org-wide change); every install is on the record under its caller.
+func TestAccess(t *testing.T) {
+	t.Parallel()
+	env := kubeenv.Start(t)
+	g := startServer(t)
+	a, b := g.register(t, env, "a"), g.register(t, env, "b")
+	viewer := g.as(t, "viewer", "role_viewer", "")
+	scoped := g.as(t, "scoped", "role_editor", "space:"+a.ID)
+	editor := g.as(t, "editor", "role_editor", "")
+	install := func(spaceID string) map[string]any {
+		return map[string]any{"spaceID": spaceID, "componentID": "demo", "values": map[string]any{"message": "by " + spaceID}}
+	}
+	reg := map[string]any{"name": "x", "cluster": map[string]string{"endpoint": env.Host, "caData": string(env.CA), "token": env.Token}}
+	cases := []struct {
+		name         string
+		who          *gw
+		method, path string
+		body         any
+		want         int
+	}{
+		{"viewer reads the catalog", viewer, "GET", "/api/catalog/components", nil, 200},
+		{"viewer installs", viewer, "POST", "/api/provisioning-jobs/install-component", install(a.ID), 403},
+		{"viewer registers", viewer, "POST", "/api/spaces/register-cluster", reg, 403},
+		{"scoped editor reads the catalog", scoped, "GET", "/api/catalog/components", nil, 200},
+		{"scoped editor installs into its space", scoped, "POST", "/api/provisioning-jobs/install-component", install(a.ID), 201},
+		{"scoped editor installs elsewhere", scoped, "POST", "/api/provisioning-jobs/install-component", install(b.ID), 403},
+		{"scoped editor registers", scoped, "POST", "/api/spaces/register-cluster", reg, 403},
+		{"editor registers", editor, "POST", "/api/spaces/register-cluster", reg, 201},
+	}
+	for _, tc := range cases {
+		if r := tc.who.call(t, tc.method, tc.path, tc.body); r.status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.raw, tc.want)
+		}
+	}
+	var page struct {
+		Data []struct {
+			Actor string `json:"actor"`
+		} `json:"data"`
+	}
+	g.must(t, http.StatusOK, "GET", "/api/audit-logs?action=component.install", nil, &page)
+	if len(page.Data) != 1 || page.Data[0].Actor != "scoped@example.com" {
+		t.Fatalf("install entries = %+v, want one by scoped@example.com", page.Data)
+	}
+}
+
+// as makes a user holding role (org-wide, or at scope) and returns the server as seen with a
+// token of theirs.
+func (g *gw) as(t *testing.T, name, role, scope string) *gw {
+	t.Helper()
+	email := name + "@example.com"
+	if scope == "" {
+		g.must(t, http.StatusCreated, "POST", "/api/users", map[string]string{"email": email, "roleID": role}, nil)
+	} else {
+		g.must(t, http.StatusCreated, "POST", "/api/users", map[string]string{"email": email}, nil)
+		g.must(t, http.StatusCreated, "POST", "/api/role-assignments", map[string]string{"email": email, "roleID": role, "scope": scope}, nil)
+	}
+	var tok struct {
+		Secret string `json:"secret"`
+	}
+	g.must(t, http.StatusCreated, "POST", "/api/tokens", map[string]string{"name": name, "email": email, "expiresIn": "1h"}, &tok)
+	return &gw{url: g.url, token: tok.Secret}
+}
