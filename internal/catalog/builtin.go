@@ -35,7 +35,9 @@ func Builtin() (*Catalog, error) { return New(BuiltinTypes()...) }
 // A resource name as most clouds accept it: lower-case, digits and dashes.
 const nameSchema = `{"type":"string","pattern":"^[a-z][a-z0-9-]{0,62}$","description":"lower-case letters, digits and dashes; starts with a letter"}`
 
-func datastoreSchema(engine, defaultVersion string, withStorage bool) json.RawMessage {
+// datastoreSchema leaves version without a default: the right one depends on the provider (the
+// local provider can only run the server that is installed), so the provider picks it.
+func datastoreSchema(engine, exampleVersion string, withStorage bool) json.RawMessage {
 	storage := ""
 	if withStorage {
 		storage = `"allocatedStorageGB": {"type":"integer","minimum":5,"maximum":65536,"default":20,"description":"disk size in GiB"},`
@@ -46,13 +48,13 @@ func datastoreSchema(engine, defaultVersion string, withStorage bool) json.RawMe
 	"properties": {
 		"engine": {"type":"string","enum":[%q],"description":"the database engine; fixed by the type"},
 		"name": %s,
-		"version": {"type":"string","minLength":1,"default":%q,"description":"engine version"},
+		"version": {"type":"string","minLength":1,"description":"engine version; when omitted the provider picks one (local: the installed server; clouds: their current default, e.g. %s)"},
 		"instanceClass": {"type":"string","minLength":1,"description":"provider machine class, e.g. db.t3.medium"},
 		%s
 		"multiAZ": {"type":"boolean","default":false,"description":"a standby in another zone"},
 		"backupRetentionDays": {"type":"integer","minimum":0,"maximum":35,"default":7}
 	}
-}`, engine, nameSchema, defaultVersion, storage))
+}`, engine, nameSchema, exampleVersion, storage))
 }
 
 var datastoreOutputs = []Output{

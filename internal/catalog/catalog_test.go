@@ -118,7 +118,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"postgres", catalog.PairPostgres, `{"engine":"postgres","version":"15"}`,
 			`{"allocatedStorageGB":20,"backupRetentionDays":7,"engine":"postgres","multiAZ":false,"version":"15"}`},
 		{"redis has no storage", catalog.PairRedis, `{"engine":"redis"}`,
-			`{"backupRetentionDays":7,"engine":"redis","multiAZ":false,"version":"7"}`},
+			`{"backupRetentionDays":7,"engine":"redis","multiAZ":false}`},
 		{"vm pool", catalog.PairVMPool, `{"name":"edge","instanceType":"m5.large","max":4}`,
 			`{"bare":false,"createLoadBalancer":false,"healthCheckPath":"/healthz","healthCheckPort":80,"instanceType":"m5.large","listenerPorts":[80],"max":4,"min":1,"mode":"fixed","name":"edge"}`},
 		{"network empty", catalog.PairNetwork, ``, `{"azCount":2,"cidr":"10.0.0.0/16","peerVpcIDs":[]}`},
