@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
 )
 
 // Environment of a child server.
@@ -33,7 +34,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envServe) == "1" {
 		os.Exit(serve())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 // componentOptions is how every test server runs the component family: the test catalog and
