@@ -59,6 +59,8 @@ type Options struct {
 	Datastores DatastoreOptions
 	// Components configures the component family and cluster spaces.
 	Components ComponentOptions
+	// AWS configures the AWS families (vm_pool, network, registry, dns_zone, kubernetes).
+	AWS AWSOptions
 }
 
 // OpenStore opens the store named by database (applying migrations).
@@ -124,7 +126,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	pipes := o.Pipelines
 	if pipes == nil {
-		pipes = builtinPipelines(o, dsp, cmp)
+		pipes = append(builtinPipelines(o, dsp, cmp), newAWSParts(o.AWS, st, sec).pipelines()...)
 	}
 	reg, err := pipeline.NewRegistry(pipes...)
 	if err != nil {

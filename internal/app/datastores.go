@@ -76,7 +76,7 @@ func wireDatastores(o Options, st store.Store, sec secrets.SecretStore) (*datast
 	d := &datastoreParts{records: recs, secrets: sec, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
 	d.pipeline = &datastorePipeline{
-		Pipeline: dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": drv}, Secrets: sec, Poll: o.Datastores.Poll}),
+		Pipeline: dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": drv, "aws": newAWSParts(o.AWS, st, sec).datastoreDriver()}, Secrets: sec, Poll: o.Datastores.Poll}),
 		parts:    d,
 		leaseTTL: o.Datastores.LeaseTTL,
 	}
