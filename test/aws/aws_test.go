@@ -1,0 +1,243 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
+	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/job"
+	awsp "github.com/groundworkhq/groundwork/internal/provider/aws"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+var accountSeq atomic.Int64
+
+// newAccount returns a fresh moto account ID, so a test sees only its own resources.
+func newAccount() string {
+	return fmt.Sprintf("%012d", 200000000000+accountSeq.Add(1)+int64(os.Getpid()%1000)*1000)
+}
+
+// env is one server with an AWS space on a fresh moto account, and a provider on the same
+// account for the test's own describe calls.
+type env struct {
+	s     *apptest.Server
+	space *store.Space
+	p     *awsp.Provider
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	endpoint := motoEnv.Endpoint(t)
+	s := apptest.Start(t, app.Options{PollInterval: 100 * time.Millisecond, AWS: app.AWSOptions{
+		Poll: 100 * time.Millisecond,
+		// moto runs no command on its instances, so the SSM probe would never see the sentinel.
+		Probe: func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
+	}})
+	return newEnvOn(t, s, endpoint)
+}
+
+func newEnvOn(t *testing.T, s *apptest.Server, endpoint string) *env {
+	t.Helper()
+	ctx := testCtx(t)
+	acct := newAccount()
+	role := "arn:aws:iam::" + acct + ":role/groundwork"
+	var acc store.CloudAccount
+	accReq := map[string]any{"name": "moto " + acct, "provider": "aws", "region": "eu-west-1", "authMethod": "assume_role",
+		"credentials": map[string]string{"roleArn": role}}
+	if endpoint != "" {
+		accReq["config"] = map[string]string{"endpoint": endpoint}
+	}
+	if err := s.Client.Do(ctx, http.MethodPost, "/api/cloud-accounts", accReq, &acc); err != nil {
+		t.Fatalf("create cloud account: %v", err)
+	}
+	var sp store.Space
+	if err := s.Client.Do(ctx, http.MethodPost, "/api/spaces", map[string]any{"name": "aws-" + acct, "provider": "aws",
+		"region": "eu-west-1", "cloudAccountID": acc.ID}, &sp); err != nil {
+		t.Fatalf("create space: %v", err)
+	}
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	p, err := awsp.Open(ctx, awsp.Account{AuthMethod: awsp.AuthAssumeRole, Region: "eu-west-1", Endpoint: endpoint, RoleARN: role})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{s: s, space: &sp, p: p}
+}
+
+func (e *env) create(t *testing.T, kind, config string) *job.Job {
+	t.Helper()
+	var j job.Job
+	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
+		map[string]any{"spaceID": e.space.ID, "kind": kind, "config": json.RawMessage(config)}, &j); err != nil {
+		t.Fatalf("create %s job: %v", kind, err)
+	}
+	return &j
+}
+
+func getJob(t *testing.T, c *client.Client, id string) *job.Job {
+	t.Helper()
+	var j job.Job
+	if err := c.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &j); err != nil {
+		t.Fatalf("get job %s: %v", id, err)
+	}
+	return &j
+}
+
+// waitStatus polls the job every 100ms until it reaches want; a failed job ends the test.
+func waitStatus(t *testing.T, c *client.Client, id string, want job.Status) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		j := getJob(t, c, id)
+		if j.Status == want {
+			return j
+		}
+		if j.Status == job.StatusFailed || time.Now().After(deadline) {
+			b, _ := json.MarshalIndent(j, "", " ")
+			t.Fatalf("job %s is %s, want %s:\n%s", id, j.Status, want, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *env) teardown(t *testing.T, id string) {
+	t.Helper()
+	if err := e.s.Client.Do(testCtx(t), http.MethodDelete, "/api/provisioning-jobs/"+id, nil, nil); err != nil {
+		t.Fatalf("delete %s: %v", id, err)
+	}
+	waitStatus(t, e.s.Client, id, job.StatusDeleted)
+}
+
+// leftovers counts what is left of the job in moto: EC2 by the job's tags, and the account's
+// ECR repositories, load balancers and target groups (the account is the test's own).
+func (e *env) leftovers(t *testing.T, j *job.Job) map[string]int {
+	t.Helper()
+	ctx := testCtx(t)
+	out, err := e.p.Leftovers(ctx, awsp.JobTags(j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, err := ecr.NewFromConfig(e.p.Config()).DescribeRepositories(ctx, &ecr.DescribeRepositoriesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(repos.Repositories); n > 0 {
+		out["ecr-repository"] = n
+	}
+	lbc := elbv2.NewFromConfig(e.p.Config())
+	lbs, err := lbc.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(lbs.LoadBalancers); n > 0 {
+		out["load-balancer"] = n
+	}
+	tgs, err := lbc.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tgs.TargetGroups); n > 0 {
+		out["target-group"] = n
+	}
+	return out
+}
+
+func stepCounts(j *job.Job) (done, skipped int) {
+	for _, s := range j.Steps {
+		switch s.Status {
+		case job.StepDone:
+			done++
+		case job.StepSkipped:
+			skipped++
+		}
+	}
+	return done, skipped
+}
+
+// TestFamiliesCreateAndTeardown: each job completes through the server, made something in
+// moto, and DELETE leaves nothing of it.
+func TestFamiliesCreateAndTeardown(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		kind, config string
+		steps        int
+		made         string // a leftovers kind the job must have made
+	}{
+		"registry":               {kind: "registry", config: `{"name":"team-images"}`, made: "ecr-repository"},
+		"network":                {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: "vpc"},
+		"vm_pool without LB":     {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`, steps: 7, made: "instance"},
+		"vm_pool with LB (ref.)": {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`, steps: 11, made: "load-balancer"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			j := e.create(t, tc.kind, tc.config)
+			j = waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+			done, skipped := stepCounts(j)
+			if tc.steps > 0 && (len(j.Steps) != tc.steps || done+skipped != tc.steps) {
+				t.Fatalf("%d steps (%d done, %d skipped), want %d all completed", len(j.Steps), done, skipped, tc.steps)
+			}
+			if left := e.leftovers(t, j); left[tc.made] == 0 {
+				t.Fatalf("after create, moto holds %v; want a %s", left, tc.made)
+			}
+			e.teardown(t, j.ID)
+			if left := e.leftovers(t, j); len(left) > 0 {
+				t.Fatalf("after teardown, moto still holds %v", left)
+			}
+		})
+	}
+}
+
+// TestRefusedOffAWS: an AWS family on a local space is a 400 naming spaceID, not a run-time
+// failure.
+func TestRefusedOffAWS(t *testing.T) {
+	t.Parallel()
+	s := apptest.Start(t, app.Options{})
+	sp := s.Space(t, "local")
+	configs := map[string]string{
+		"vm_pool":    `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`,
+		"network":    `{"cidr":"10.30.0.0/16"}`,
+		"registry":   `{"name":"images"}`,
+		"dns_zone":   `{"name":"example.internal","domain":"example.internal"}`,
+		"kubernetes": `{"name":"k","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":1,"max":1}]}`,
+	}
+	for kind, config := range configs {
+		err := s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
+			map[string]any{"spaceID": sp.ID, "kind": kind, "config": json.RawMessage(config)}, nil)
+		var ae *client.Error
+		if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest || !hasField(ae, "spaceID") {
+			t.Errorf("%s on a local space: %v; want 400 naming spaceID", kind, err)
+		}
+	}
+}
+
+func asClientError(err error, out **client.Error) bool { return errors.As(err, out) }
+
+func hasField(e *client.Error, field string) bool {
+	for _, f := range e.Errors {
+		if f.Field == field {
+			return true
+		}
+	}
+	return false
+}
