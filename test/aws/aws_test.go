@@ -241,3 +241,86 @@ func hasField(e *client.Error, field string) bool {
 	}
 	return false
 }
+
+// targets counts the instances registered in the pool's target group.
+func (e *env) targets(t *testing.T, j *job.Job) int {
+	t.Helper()
+	var infra struct {
+		LB struct {
+			TargetGroupID string `json:"targetGroupID"`
+		} `json:"loadBalancer"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.LB.TargetGroupID == "" {
+		t.Fatalf("no target group in infra %s (%v)", j.Infra, err)
+	}
+	out, err := elbv2.NewFromConfig(e.p.Config()).DescribeTargetHealth(testCtx(t),
+		&elbv2.DescribeTargetHealthInput{TargetGroupArn: &infra.LB.TargetGroupID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.TargetHealthDescriptions)
+}
+
+func lbAttached(t *testing.T, j *job.Job) bool {
+	t.Helper()
+	var infra struct {
+		Attached bool `json:"lbAttached"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil {
+		t.Fatal(err)
+	}
+	return infra.Attached
+}
+
+// TestVMOpsOnLivePool: PATCH {"vmOp"} detaches and re-attaches a live pool's load balancer;
+// the step count stays 11, the infra says where the pool stands, and moto's target group
+// follows. A pool without a load balancer refuses the operation naming vmOp.
+func TestVMOpsOnLivePool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.create(t, "vm_pool", `{"name":"web","instanceType":"t3.micro","min":2,"max":2,"createLoadBalancer":true}`)
+	j = waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+	if !lbAttached(t, j) || e.targets(t, j) != 2 {
+		t.Fatalf("after create: lbAttached=%v, %d targets; want attached, 2", lbAttached(t, j), e.targets(t, j))
+	}
+	for _, step := range []struct {
+		op       string
+		attached bool
+		targets  int
+	}{{"detach_lb", false, 0}, {"attach_lb", true, 2}} {
+		var patched job.Job
+		if err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID,
+			map[string]any{"version": j.Version, "vmOp": step.op}, &patched); err != nil {
+			t.Fatalf("PATCH vmOp %s: %v", step.op, err)
+		}
+		// Wait for the engine to pick the operation up and finish it (a version past the PATCH).
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			j = getJob(t, e.s.Client, j.ID)
+			if j.Status == job.StatusCompleted && j.Version > patched.Version {
+				break
+			}
+			if j.Status == job.StatusFailed || time.Now().After(deadline) {
+				t.Fatalf("vmOp %s: job %s (version %d)", step.op, j.Status, j.Version)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(j.Steps) != 11 || lbAttached(t, j) != step.attached || e.targets(t, j) != step.targets {
+			t.Fatalf("after %s: %d steps, lbAttached=%v, %d targets; want 11, %v, %d",
+				step.op, len(j.Steps), lbAttached(t, j), e.targets(t, j), step.attached, step.targets)
+		}
+	}
+	e.teardown(t, j.ID)
+	if left := e.leftovers(t, j); len(left) > 0 {
+		t.Fatalf("after teardown, moto still holds %v", left)
+	}
+
+	bare := e.create(t, "vm_pool", `{"name":"bare","instanceType":"t3.micro","min":1,"max":1}`)
+	bare = waitStatus(t, e.s.Client, bare.ID, job.StatusCompleted)
+	err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+bare.ID,
+		map[string]any{"version": bare.Version, "vmOp": "attach_lb"}, nil)
+	var ae *client.Error
+	if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest || !hasField(ae, "vmOp") {
+		t.Fatalf("attach_lb on a pool without LB: %v; want 400 naming vmOp", err)
+	}
+}
