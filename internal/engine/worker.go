@@ -318,7 +318,8 @@ func (e *Engine) checkpoint(ctx context.Context, l *lease, j *job.Job, status jo
 		l.extendTo(*out.LeaseExpiresAt)
 	}
 	if e.cfg.Events != nil {
-		e.cfg.Events.Publish(out)
+		// Subscribers get their own copy: this worker goes on changing out's steps.
+		e.cfg.Events.Publish(cloneJob(out))
 	}
 	return out, nil
 }
@@ -361,4 +362,18 @@ func (e *Engine) heartbeat(ctx context.Context, l *lease, log *slog.Logger, done
 			}
 		}
 	}
+}
+
+// cloneJob copies the parts of j the worker mutates, so a published job never changes under
+// its reader.
+func cloneJob(j *job.Job) *job.Job {
+	c := *j
+	c.Steps = append([]job.StepRecord(nil), j.Steps...)
+	c.Infra = append([]byte(nil), j.Infra...)
+	c.Config = append([]byte(nil), j.Config...)
+	if j.Failure != nil {
+		f := *j.Failure
+		c.Failure = &f
+	}
+	return &c
 }
