@@ -109,6 +109,11 @@ type route struct {
 	h                    handlerFunc
 }
 
+// allRoutes is every /api route the server mounts: the core table and the families' tables.
+func (s *Server) allRoutes() []route {
+	return append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...)
+}
+
 func (s *Server) routes() []route {
 	return []route{
 		{"GET", "/api/spaces", "space:view", s.listSpaces},
@@ -176,7 +181,7 @@ func New(cfg Config) *Server {
 		cfg.Ready = func() bool { return true }
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
-	for _, rt := range append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...) {
+	for _, rt := range s.allRoutes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
