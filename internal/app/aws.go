@@ -37,6 +37,10 @@ type AWSOptions struct {
 	// LeaseTTL overrides the pipelines' leases (5 minutes); crash tests shorten it so that a
 	// restarted server claims a dead one's job promptly.
 	LeaseTTL time.Duration
+	// AfterDo, if set, is called after each forward step's Do returns and before the engine
+	// checkpoints its result. Crash tests kill the process there: the cloud calls were made,
+	// the record of them was not.
+	AfterDo func(ctx context.Context, j *job.Job, step string)
 }
 
 // awsParts resolves a job to an AWS provider opened with its space's cloud account. Opened
@@ -172,29 +176,29 @@ func (a *awsParts) pipelines() []pipeline.Pipeline {
 		return aws.VMPoolDriver{P: o.p, Probe: o.probe}, nil
 	}, poll)
 	return []pipeline.Pipeline{
-		&awsVMPool{awsPipeline: awsPipeline{Pipeline: vm, ttl: a.o.LeaseTTL}, vm: vm},
-		&awsPipeline{ttl: a.o.LeaseTTL, Pipeline: network.New(func(ctx context.Context, j *job.Job) (network.Driver, error) {
+		&awsVMPool{awsPipeline: awsPipeline{Pipeline: vm, ttl: a.o.LeaseTTL, afterDo: a.o.AfterDo}, vm: vm},
+		&awsPipeline{ttl: a.o.LeaseTTL, afterDo: a.o.AfterDo, Pipeline: network.New(func(ctx context.Context, j *job.Job) (network.Driver, error) {
 			o, err := a.resolve(ctx, j)
 			if err != nil {
 				return nil, err
 			}
 			return aws.NetworkDriver{P: o.p}, nil
 		}, poll)},
-		&awsPipeline{ttl: a.o.LeaseTTL, Pipeline: registry.New(func(ctx context.Context, j *job.Job) (registry.Driver, error) {
+		&awsPipeline{ttl: a.o.LeaseTTL, afterDo: a.o.AfterDo, Pipeline: registry.New(func(ctx context.Context, j *job.Job) (registry.Driver, error) {
 			o, err := a.resolve(ctx, j)
 			if err != nil {
 				return nil, err
 			}
 			return aws.RegistryDriver{P: o.p}, nil
 		})},
-		&awsPipeline{ttl: a.o.LeaseTTL, Pipeline: dnszone.New(func(ctx context.Context, j *job.Job) (dnszone.Driver, error) {
+		&awsPipeline{ttl: a.o.LeaseTTL, afterDo: a.o.AfterDo, Pipeline: dnszone.New(func(ctx context.Context, j *job.Job) (dnszone.Driver, error) {
 			o, err := a.resolve(ctx, j)
 			if err != nil {
 				return nil, err
 			}
 			return aws.DNSZoneDriver{P: o.p}, nil
 		})},
-		&awsPipeline{ttl: a.o.LeaseTTL, Pipeline: kubernetes.New(func(ctx context.Context, j *job.Job) (kubernetes.Driver, error) {
+		&awsPipeline{ttl: a.o.LeaseTTL, afterDo: a.o.AfterDo, Pipeline: kubernetes.New(func(ctx context.Context, j *job.Job) (kubernetes.Driver, error) {
 			o, err := a.resolve(ctx, j)
 			if err != nil {
 				return nil, err
@@ -220,11 +224,36 @@ func (a *awsParts) datastoreDriver() dspipe.Driver {
 	}}.Driver()
 }
 
+// Steps implements pipeline.Pipeline.
+func (p *awsPipeline) Steps(j *job.Job) []pipeline.Step {
+	return p.hook(p.Pipeline.Steps(j))
+}
+
+// hook wraps each Do with the AfterDo hook, if any.
+func (p *awsPipeline) hook(steps []pipeline.Step) []pipeline.Step {
+	if p.afterDo == nil {
+		return steps
+	}
+	for i := range steps {
+		do, name := steps[i].Do, steps[i].Name
+		if do == nil {
+			continue
+		}
+		steps[i].Do = func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+			res, err := do(ctx, r)
+			p.afterDo(ctx, r.Job, name)
+			return res, err
+		}
+	}
+	return steps
+}
+
 // awsPipeline is an AWS family as this server runs it: refused at Validate on another
 // provider, field errors answered as the API's, the lease optionally shortened.
 type awsPipeline struct {
 	pipeline.Pipeline
-	ttl time.Duration
+	ttl     time.Duration
+	afterDo func(ctx context.Context, j *job.Job, step string)
 }
 
 // LeaseTTL implements pipeline.Pipeline.
@@ -298,7 +327,7 @@ func (p *awsVMPool) Steps(j *job.Job) []pipeline.Step {
 		VMOp string `json:"vmOp"`
 	}
 	if json.Unmarshal(j.Config, &cfg) != nil || cfg.VMOp == "" {
-		return steps
+		return p.hook(steps)
 	}
 	for i := range steps {
 		if steps[i].Name != vmpool.StepFinalize {
@@ -314,5 +343,5 @@ func (p *awsVMPool) Steps(j *job.Job) []pipeline.Step {
 			return res, nil
 		}
 	}
-	return steps
+	return p.hook(steps)
 }

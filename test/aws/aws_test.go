@@ -51,10 +51,12 @@ func newEnv(t *testing.T) *env {
 		// moto runs no command on its instances, so the SSM probe would never see the sentinel.
 		Probe: func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
 	}})
-	return newEnvOn(t, s, endpoint)
+	return newEnvOn(t, s, endpoint, true)
 }
 
-func newEnvOn(t *testing.T, s *apptest.Server, endpoint string) *env {
+// newEnvOn makes the account and space on s. With inAccount the account's config names the
+// endpoint; without, the server must find it in AWS_ENDPOINT_URL.
+func newEnvOn(t *testing.T, s *apptest.Server, endpoint string, inAccount bool) *env {
 	t.Helper()
 	ctx := testCtx(t)
 	acct := newAccount()
@@ -62,7 +64,7 @@ func newEnvOn(t *testing.T, s *apptest.Server, endpoint string) *env {
 	var acc store.CloudAccount
 	accReq := map[string]any{"name": "moto " + acct, "provider": "aws", "region": "eu-west-1", "authMethod": "assume_role",
 		"credentials": map[string]string{"roleArn": role}}
-	if endpoint != "" {
+	if inAccount {
 		accReq["config"] = map[string]string{"endpoint": endpoint}
 	}
 	if err := s.Client.Do(ctx, http.MethodPost, "/api/cloud-accounts", accReq, &acc); err != nil {
@@ -72,9 +74,6 @@ func newEnvOn(t *testing.T, s *apptest.Server, endpoint string) *env {
 	if err := s.Client.Do(ctx, http.MethodPost, "/api/spaces", map[string]any{"name": "aws-" + acct, "provider": "aws",
 		"region": "eu-west-1", "cloudAccountID": acc.ID}, &sp); err != nil {
 		t.Fatalf("create space: %v", err)
-	}
-	if endpoint == "" {
-		endpoint = os.Getenv("AWS_ENDPOINT_URL")
 	}
 	p, err := awsp.Open(ctx, awsp.Account{AuthMethod: awsp.AuthAssumeRole, Region: "eu-west-1", Endpoint: endpoint, RoleARN: role})
 	if err != nil {

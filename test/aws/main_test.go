@@ -15,6 +15,9 @@ import (
 var motoEnv *moto.Harness
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envServe) == "1" {
+		os.Exit(serve())
+	}
 	// The accounts authenticate by assume_role from the SDK's default chain, as a server on an
 	// instance would; here the chain finds these environment keys, which moto accepts.
 	os.Setenv("AWS_ACCESS_KEY_ID", "testing")

@@ -1,0 +1,237 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/acm"
+	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
+	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/job"
+	awsp "github.com/groundworkhq/groundwork/internal/provider/aws"
+)
+
+// Environment of a child server.
+const (
+	envServe   = "GW_AWS_SERVE"
+	envDataDir = "GW_AWS_DATA_DIR"
+	envAddr    = "GW_AWS_ADDR"
+	envCrashAt = "GW_AWS_CRASH_AT"   // comma-separated step names
+	envMarkers = "GW_AWS_MARKER_DIR" // one file per crash already done
+)
+
+const childToken = "gw_test_aws_crash"
+
+// serve is the child: a real server whose AWS steps SIGKILL the process once per listed step,
+// after the step's cloud calls and before the engine checkpoints them.
+func serve() int {
+	crashAt := map[string]bool{}
+	for _, s := range strings.Split(os.Getenv(envCrashAt), ",") {
+		crashAt[s] = true
+	}
+	markers := os.Getenv(envMarkers)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	err := app.Run(ctx, app.Options{
+		Addr: os.Getenv(envAddr), DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,
+		PollInterval: 100 * time.Millisecond, ShutdownGrace: time.Second,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		AWS: app.AWSOptions{
+			Poll: 100 * time.Millisecond, LeaseTTL: time.Second,
+			Probe: func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
+			AfterDo: func(_ context.Context, j *job.Job, step string) {
+				if !crashAt[step] {
+					return
+				}
+				marker := filepath.Join(markers, j.ID+"."+step)
+				f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+				if err != nil {
+					return // crashed here before: let the re-run through
+				}
+				_ = f.Sync()
+				_ = f.Close()
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal is on its way; never return to the checkpoint
+			},
+		},
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// child is the server process, restarted whenever it dies, until the test ends.
+type child struct {
+	t       *testing.T
+	env     []string
+	addr    string
+	crashes chan struct{}
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (c *child) start() {
+	c.t.Helper()
+	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd.Env = c.env
+	c.cmd.Stderr = c.t.Output()
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(c.cmd, c.exited)
+}
+
+// alive restarts the server if it died, reporting whether it had.
+func (c *child) restartIfDead() bool {
+	select {
+	case <-c.exited:
+		c.start()
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(20 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// TestCrashBetweenCloudCallAndCheckpoint kills the server (SIGKILL) right after each cloud
+// step of a vm_pool job with a load balancer and of a registry job, before the checkpoint;
+// restarted, the server finishes both jobs with exactly one of each resource in moto. The
+// account names no endpoint: the child finds moto through AWS_ENDPOINT_URL.
+func TestCrashBetweenCloudCallAndCheckpoint(t *testing.T) {
+	t.Parallel()
+	endpoint := motoEnv.Endpoint(t)
+	steps := []string{"create_network", "create_iam", "create_launch_template", "create_vms", "create_load_balancer",
+		"create_target_group", "create_listeners", "create_repository"}
+	markers := t.TempDir()
+	c := &child{t: t, addr: freeAddr(t)}
+	c.env = append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+c.addr,
+		envCrashAt+"="+strings.Join(steps, ","), envMarkers+"="+markers, "AWS_ENDPOINT_URL="+endpoint)
+	c.start()
+	t.Cleanup(c.stop)
+	cl := client.New("http://"+c.addr, childToken)
+	waitUp(t, cl)
+	e := newEnvOn(t, &apptest.Server{URL: "http://" + c.addr, Token: childToken, Client: cl}, endpoint, false)
+
+	pool := e.create(t, "vm_pool", `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`)
+	reg := e.create(t, "registry", `{"name":"crash-images"}`)
+	restarts := 0
+	deadline := time.Now().Add(4 * time.Minute)
+	for _, id := range []string{pool.ID, reg.ID} {
+		for {
+			if c.restartIfDead() {
+				restarts++
+				waitUp(t, cl)
+			}
+			var j job.Job
+			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &j)
+			if err == nil && j.Status == job.StatusCompleted {
+				break
+			}
+			if err == nil && j.Status == job.StatusFailed {
+				t.Fatalf("job %s failed: %+v", id, j.Failure)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s not completed after %d restarts: %v %v", id, restarts, j.Status, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	entries, _ := os.ReadDir(markers)
+	for _, en := range entries {
+		t.Logf("crashed at %s", en.Name())
+	}
+	if len(entries) < len(steps) {
+		t.Fatalf("crashed %d times (%d restarts), want one per step %v", len(entries), restarts, steps)
+	}
+
+	pool = getJob(t, cl, pool.ID)
+	left := e.leftovers(t, pool)
+	for kind, want := range map[string]int{"vpc": 1, "nat-gateway": 1, "elastic-ip": 1, "internet-gateway": 1,
+		"launch-template": 1, "instance": 1, "load-balancer": 1, "target-group": 1, "ecr-repository": 1} {
+		if left[kind] != want {
+			t.Errorf("%s: %d after the crashes, want exactly %d (all: %v)", kind, left[kind], want, left)
+		}
+	}
+	lbs, err := elbv2.NewFromConfig(e.p.Config()).DescribeLoadBalancers(testCtx(t), &elbv2.DescribeLoadBalancersInput{})
+	if err != nil || len(lbs.LoadBalancers) != 1 {
+		t.Fatalf("load balancers: %v", err)
+	}
+	ls, err := elbv2.NewFromConfig(e.p.Config()).DescribeListeners(testCtx(t), &elbv2.DescribeListenersInput{LoadBalancerArn: lbs.LoadBalancers[0].LoadBalancerArn})
+	if err != nil || len(ls.Listeners) != 2 {
+		t.Errorf("listeners: %d (%v), want 2 (80 and 443)", len(ls.Listeners), err)
+	}
+	if n := e.targets(t, pool); n != 1 {
+		t.Errorf("targets: %d, want 1", n)
+	}
+	certs, err := acm.NewFromConfig(e.p.Config()).ListCertificates(testCtx(t), &acm.ListCertificatesInput{})
+	if err != nil || len(certs.CertificateSummaryList) != 1 {
+		t.Errorf("ACM certificates: %v (%v), want the one self-signed", certs, err)
+	}
+	repos, err := ecr.NewFromConfig(e.p.Config()).DescribeRepositories(testCtx(t), &ecr.DescribeRepositoriesInput{})
+	if err != nil || len(repos.Repositories) != 1 {
+		t.Errorf("repositories: %v (%v), want 1", repos, err)
+	}
+	t.Logf("%d crashes, %d restarts; resources: %v", len(entries), restarts, left)
+
+	// The restarted server also tears both down completely.
+	e.teardown(t, pool.ID)
+	e.teardown(t, reg.ID)
+	if left := e.leftovers(t, pool); len(left) > 0 {
+		t.Fatalf("after teardown, moto still holds %v", left)
+	}
+}
+
+// waitUp polls the server until it answers.
+func waitUp(t *testing.T, cl *client.Client) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := cl.Do(ctx, http.MethodGet, "/api/spaces", nil, nil)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not come up: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
