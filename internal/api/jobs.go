@@ -254,6 +254,10 @@ type patchJobRequest struct {
 	Tags    map[string]string `json:"tags"`
 	Status  *job.Status       `json:"status"`
 	VMOp    *string           `json:"vmOp"`
+	// Min, Max and Desired resize an ASG pool in place.
+	Min     *int32 `json:"min"`
+	Max     *int32 `json:"max"`
+	Desired *int32 `json:"desired"`
 }
 
 // VMOperator is implemented by a pipeline that supports post-provisioning VM operations
@@ -261,6 +265,13 @@ type patchJobRequest struct {
 // then runs like any other pending steps.
 type VMOperator interface {
 	PlanVMOp(j *job.Job, op string) (config json.RawMessage, steps []job.StepRecord, err error)
+}
+
+// VMResizer is implemented by a pipeline whose pools resize in place (an ASG): like
+// PlanVMOp, it returns the new config and step records for the engine to run. A nil size
+// keeps the current one.
+type VMResizer interface {
+	PlanResize(j *job.Job, min, max, desired *int32) (config json.RawMessage, steps []job.StepRecord, err error)
 }
 
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
@@ -296,12 +307,21 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 			return err
 		}
 	}
+	resize := req.Min != nil || req.Max != nil || req.Desired != nil
+	if resize {
+		if err := s.planResize(j, req.Min, req.Max, req.Desired, up); err != nil {
+			return err
+		}
+	}
 	action, meta := "provisioning-job.update", map[string]any{"name": req.Name, "tags": req.Tags}
 	if req.Status != nil {
 		meta["status"] = *req.Status
 	}
 	if req.VMOp != nil {
 		action, meta["vmOp"] = "provisioning-job.vm_op", *req.VMOp
+	}
+	if resize {
+		action, meta["min"], meta["max"], meta["desired"] = "provisioning-job.resize", req.Min, req.Max, req.Desired
 	}
 	var out *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, action, "provisioning-job", j.ID, meta),
@@ -332,6 +352,31 @@ func (s *Server) planVMOp(j *job.Job, op string, up *store.UpdateJobParams) erro
 		return badRequest("this server's vm_pool pipeline has no VM operations", FieldError{Field: "vmOp", Rule: "supported", Message: "not supported"})
 	}
 	config, steps, err := vo.PlanVMOp(j, op)
+	if err != nil {
+		return validationProblem(err)
+	}
+	queued := job.StatusQueued
+	now := s.cfg.Now()
+	up.Config, up.Steps, up.Status, up.NextRunAt = config, steps, &queued, &now
+	return nil
+}
+
+func (s *Server) planResize(j *job.Job, min, max, desired *int32, up *store.UpdateJobParams) error {
+	if up.Config != nil {
+		return badRequest("resize and vmOp are separate requests", FieldError{Field: "vmOp", Rule: "exclusive", Message: "send vmOp or min/max/desired, not both"})
+	}
+	if j.Family != job.FamilyVMPool {
+		return badRequest("min/max/desired resize vm_pool jobs", FieldError{Field: "min", Rule: "kind", Message: "this job is " + string(j.Family)})
+	}
+	if j.Status != job.StatusCompleted {
+		return problem(http.StatusConflict, "a resize needs a completed job; this one is "+string(j.Status))
+	}
+	pl, _ := s.cfg.Pipelines.Get(j.Family)
+	vr, ok := pl.(VMResizer)
+	if !ok {
+		return badRequest("this server's vm_pool pipeline does not resize", FieldError{Field: "min", Rule: "supported", Message: "not supported"})
+	}
+	config, steps, err := vr.PlanResize(j, min, max, desired)
 	if err != nil {
 		return validationProblem(err)
 	}

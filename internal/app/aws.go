@@ -320,6 +320,50 @@ func (p *awsVMPool) PlanVMOp(j *job.Job, op string) (json.RawMessage, []job.Step
 	return out, steps, nil
 }
 
+// opResize is the config's vmOp while a resize is pending (PATCH {"min","max","desired"}).
+const opResize = "resize"
+
+// PlanResize implements api.VMResizer: the new sizes go into the config (an ASG pool only),
+// and finalize, re-opened, patches the ASG in place (vmpool.Pipeline.Resize).
+func (p *awsVMPool) PlanResize(j *job.Job, min, max, desired *int32) (json.RawMessage, []job.StepRecord, error) {
+	c, err := vmpool.DecodeConfig(j.Config)
+	if err != nil {
+		return nil, nil, fieldErrors{{Field: "config", Rule: "type", Message: err.Error()}}
+	}
+	if c.Mode != "asg" {
+		return nil, nil, fieldErrors{{Field: "min", Rule: "mode", Message: "only an ASG pool (mode asg) resizes in place; this one is " + c.Mode}}
+	}
+	if min != nil {
+		c.Min = *min
+	}
+	if max != nil {
+		c.Max = *max
+	}
+	if desired != nil {
+		c.Desired = *desired
+	}
+	if err := c.Validate(); err != nil {
+		return nil, nil, fieldErrors{{Field: "desired", Rule: "range", Message: err.Error()}}
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(j.Config, &cfg); err != nil || cfg == nil {
+		return nil, nil, fieldErrors{{Field: "config", Rule: "type", Message: "the job's config is not an object"}}
+	}
+	cfg["min"], cfg["max"], cfg["desired"], cfg[configVMOp] = c.Min, c.Max, c.Desired, opResize
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	i := j.StepIndex(vmpool.StepFinalize)
+	if i < 0 {
+		return nil, nil, fieldErrors{{Field: "min", Rule: "steps", Message: "the job has no finalize step"}}
+	}
+	steps := slices.Clone(j.Steps)
+	steps[i] = job.StepRecord{Name: vmpool.StepFinalize, Status: job.StepPending,
+		Message: fmt.Sprintf("resize to min %d, max %d, desired %d", c.Min, c.Max, c.Desired)}
+	return out, steps, nil
+}
+
 // Steps implements pipeline.Pipeline: finalize applies a requested VM operation.
 func (p *awsVMPool) Steps(j *job.Job) []pipeline.Step {
 	steps := p.vm.Steps(j)
@@ -334,6 +378,18 @@ func (p *awsVMPool) Steps(j *job.Job) []pipeline.Step {
 			continue
 		}
 		steps[i].Do = func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+			if cfg.VMOp == opResize {
+				c, err := vmpool.DecodeConfig(r.Job.Config)
+				if err != nil {
+					return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+				}
+				if _, err := p.vm.Resize(ctx, r.Job, c.Min, c.Max, c.Desired); err != nil {
+					return pipeline.Result{}, err
+				}
+				res := pipeline.Done(nil)
+				res.Message = fmt.Sprintf("resized to min %d, max %d, desired %d", c.Min, c.Max, c.Desired)
+				return res, nil
+			}
 			patch, err := p.vm.VMOp(ctx, r.Job, cfg.VMOp)
 			if err != nil {
 				return pipeline.Result{}, err

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
@@ -321,5 +322,68 @@ func TestVMOpsOnLivePool(t *testing.T) {
 	var ae *client.Error
 	if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest || !hasField(ae, "vmOp") {
 		t.Fatalf("attach_lb on a pool without LB: %v; want 400 naming vmOp", err)
+	}
+}
+
+// TestResizeASGPool: PATCH {"min","max","desired"} patches a live ASG pool in place (the ASG in
+// moto follows, the config records the sizes); a fixed pool and an out-of-range size are 400s.
+func TestResizeASGPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.create(t, "vm_pool", `{"name":"web","instanceType":"t3.micro","mode":"asg","min":1,"max":2}`)
+	j = waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+
+	bad := map[string]map[string]any{
+		"desired above max": {"version": j.Version, "min": 1, "max": 2, "desired": 5},
+		"min above max":     {"version": j.Version, "min": 3, "max": 2},
+	}
+	for name, body := range bad {
+		err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID, body, nil)
+		var ae *client.Error
+		if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest {
+			t.Errorf("%s: %v; want 400", name, err)
+		}
+	}
+
+	var patched job.Job
+	if err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID,
+		map[string]any{"version": j.Version, "min": 1, "max": 3, "desired": 2}, &patched); err != nil {
+		t.Fatalf("PATCH resize: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		j = getJob(t, e.s.Client, j.ID)
+		if j.Status == job.StatusCompleted && j.Version > patched.Version {
+			break
+		}
+		if j.Status == job.StatusFailed || time.Now().After(deadline) {
+			t.Fatalf("resize: job %s (version %d): %+v", j.Status, j.Version, j.Failure)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err := autoscaling.NewFromConfig(e.p.Config()).DescribeAutoScalingGroups(testCtx(t), &autoscaling.DescribeAutoScalingGroupsInput{})
+	if err != nil || len(out.AutoScalingGroups) != 1 {
+		t.Fatalf("ASGs: %v (%v), want one", out, err)
+	}
+	g := out.AutoScalingGroups[0]
+	if *g.MinSize != 1 || *g.MaxSize != 3 || *g.DesiredCapacity != 2 {
+		t.Fatalf("ASG min/max/desired = %d/%d/%d, want 1/3/2", *g.MinSize, *g.MaxSize, *g.DesiredCapacity)
+	}
+	var cfg struct{ Min, Max, Desired int32 }
+	if err := json.Unmarshal(j.Config, &cfg); err != nil || cfg.Min != 1 || cfg.Max != 3 || cfg.Desired != 2 {
+		t.Fatalf("config after resize: %s", j.Config)
+	}
+	e.teardown(t, j.ID)
+	if left := e.leftovers(t, j); len(left) > 0 {
+		t.Fatalf("after teardown, moto still holds %v", left)
+	}
+
+	fixed := e.create(t, "vm_pool", `{"name":"fixed","instanceType":"t3.micro","min":1,"max":1}`)
+	fixed = waitStatus(t, e.s.Client, fixed.ID, job.StatusCompleted)
+	err = e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+fixed.ID,
+		map[string]any{"version": fixed.Version, "max": 2}, nil)
+	var ae *client.Error
+	if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest || !hasField(ae, "min") {
+		t.Fatalf("resize of a fixed pool: %v; want 400 naming min", err)
 	}
 }
