@@ -1,6 +1,7 @@
 package components
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -80,6 +81,11 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("kubeconfig space config = %s", fromKubeconfig.Config)
 	}
 
+	// The CA as a kubeconfig carries it (base64 of the PEM) is accepted too.
+	g.must(t, http.StatusCreated, "POST", "/api/spaces/register-cluster", map[string]any{
+		"name": "base64-ca", "cluster": map[string]string{"endpoint": env.Host, "caData": base64.StdEncoding.EncodeToString(env.CA), "token": env.Token},
+	}, nil)
+
 	first := g.install(t, sp.ID, map[string]any{"message": "hello", "replicas": 2})
 	j1 := g.waitJob(t, cs, first, job.StatusCompleted)
 	cm, err := cs.CoreV1().ConfigMaps("demo-system").Get(ctx, "demo-config", metav1.GetOptions{})
@@ -124,7 +130,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("deployment after uninstall: %v", err)
 	}
 
-	for action, want := range map[string]int{"space.register_cluster": 2, "component.install": 2} {
+	for action, want := range map[string]int{"space.register_cluster": 3, "component.install": 2} {
 		var page struct {
 			Total int `json:"total"`
 		}
