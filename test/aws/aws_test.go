@@ -13,7 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/route53"
 
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
@@ -158,6 +160,20 @@ func (e *env) leftovers(t *testing.T, j *job.Job) map[string]int {
 	if n := len(tgs.TargetGroups); n > 0 {
 		out["target-group"] = n
 	}
+	zones, err := route53.NewFromConfig(e.p.Config()).ListHostedZones(ctx, &route53.ListHostedZonesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(zones.HostedZones); n > 0 {
+		out["hosted-zone"] = n
+	}
+	clusters, err := eks.NewFromConfig(e.p.Config()).ListClusters(ctx, &eks.ListClustersInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(clusters.Clusters); n > 0 {
+		out["eks-cluster"] = n
+	}
 	return out
 }
 
@@ -182,8 +198,11 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 		steps        int
 		made         string // a leftovers kind the job must have made
 	}{
-		"registry":               {kind: "registry", config: `{"name":"team-images"}`, made: "ecr-repository"},
-		"network":                {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: "vpc"},
+		"registry": {kind: "registry", config: `{"name":"team-images"}`, made: "ecr-repository"},
+		"network":  {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: "vpc"},
+		// The catalog names the zone "domain", the pipeline "name": the request gives both.
+		"dns_zone":               {kind: "dns_zone", config: `{"domain":"shop.example.com","name":"shop.example.com"}`, made: "hosted-zone"},
+		"kubernetes (reference)": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":2,"max":6}]}`, steps: 0, made: "eks-cluster"},
 		"vm_pool without LB":     {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`, steps: 7, made: "instance"},
 		"vm_pool with LB (ref.)": {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`, steps: 11, made: "load-balancer"},
 	}
