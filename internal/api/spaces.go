@@ -119,10 +119,21 @@ func (s *Server) getSpace(w http.ResponseWriter, r *http.Request, p *Principal) 
 
 func (s *Server) deleteSpace(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	id := r.PathValue("id")
-	err := s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.delete", "space", id, nil),
+	sp, err := s.cfg.Store.GetSpace(r.Context(), p.OrgID, id)
+	if err != nil {
+		return storeErr(err, "space")
+	}
+	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.delete", "space", id, nil),
 		func(tx store.Store) error { return tx.DeleteSpace(r.Context(), p.OrgID, id) })
 	if err != nil {
 		return storeErr(err, "space")
+	}
+	// A registered cluster's credential lives in the secret store; with the space gone nothing
+	// may use it, so it goes too. A failure here leaves an orphan secret, not a broken space.
+	if cl, ok, cerr := SpaceClusterOf(sp); cerr == nil && ok && cl.CredentialRef != "" && s.cfg.Secrets != nil {
+		if derr := s.cfg.Secrets.Delete(r.Context(), cl.CredentialRef); derr != nil {
+			s.log.Warn("could not delete a deleted space's cluster credential", "space", id, "error", derr)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -3,6 +3,7 @@ package components
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/groundworkhq/groundwork/internal/api"
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
@@ -384,4 +388,30 @@ func (g *gw) as(t *testing.T, name, role, scope string) *gw {
 	}
 	g.must(t, http.StatusCreated, "POST", "/api/tokens", map[string]string{"name": name, "email": email, "expiresIn": "1h"}, &tok)
 	return &gw{url: g.url, token: tok.Secret}
+}
+
+// Deleting a registered cluster's space deletes its credential from the secret store: nothing
+// may use it any more, and it must not outlive the space.
+func TestDeleteSpaceDeletesClusterCredential(t *testing.T) {
+	t.Parallel()
+	env := kubeenv.Start(t)
+	dataDir := t.TempDir()
+	s := apptest.Start(t, app.Options{DataDir: dataDir, Components: componentOptions()})
+	g := &gw{url: s.URL, token: s.Token}
+	sp := g.register(t, env, "short-lived")
+	cl, ok, err := api.SpaceClusterOf(sp)
+	if err != nil || !ok || cl.CredentialRef == "" {
+		t.Fatalf("space has no cluster credential: %v %v %+v", ok, err, cl)
+	}
+	sec, err := secrets.OpenLocal(dataDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sec.Get(t.Context(), cl.CredentialRef); err != nil {
+		t.Fatalf("credential not stored: %v", err)
+	}
+	g.must(t, http.StatusNoContent, "DELETE", "/api/spaces/"+sp.ID, nil, nil)
+	if _, err := sec.Get(t.Context(), cl.CredentialRef); !errors.Is(err, secrets.ErrNotFound) {
+		t.Fatalf("credential after the space was deleted: %v", err)
+	}
 }
