@@ -329,6 +329,9 @@ func TestVMOpsOnLivePool(t *testing.T) {
 				step.op, len(j.Steps), lbAttached(t, j), e.targets(t, j), step.attached, step.targets)
 		}
 	}
+	if n := e.auditActions(t, j.ID)["provisioning-job.vm_op"]; n != 2 {
+		t.Fatalf("audit: %d provisioning-job.vm_op entries, want 2", n)
+	}
 	e.teardown(t, j.ID)
 	if left := e.leftovers(t, j); len(left) > 0 {
 		t.Fatalf("after teardown, moto still holds %v", left)
@@ -392,6 +395,9 @@ func TestResizeASGPool(t *testing.T) {
 	if err := json.Unmarshal(j.Config, &cfg); err != nil || cfg.Min != 1 || cfg.Max != 3 || cfg.Desired != 2 {
 		t.Fatalf("config after resize: %s", j.Config)
 	}
+	if n := e.auditActions(t, j.ID)["provisioning-job.resize"]; n != 1 {
+		t.Fatalf("audit: %d provisioning-job.resize entries, want 1 (refused requests are not changes)", n)
+	}
 	e.teardown(t, j.ID)
 	if left := e.leftovers(t, j); len(left) > 0 {
 		t.Fatalf("after teardown, moto still holds %v", left)
@@ -405,4 +411,26 @@ func TestResizeASGPool(t *testing.T) {
 	if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest || !hasField(ae, "min") {
 		t.Fatalf("resize of a fixed pool: %v; want 400 naming min", err)
 	}
+}
+
+// auditActions counts the audit log's actions on a job (the test's server is its own, so
+// one page holds them all).
+func (e *env) auditActions(t *testing.T, jobID string) map[string]int {
+	t.Helper()
+	var page struct {
+		Data []struct {
+			Action     string `json:"action"`
+			ResourceID string `json:"resourceID"`
+		} `json:"data"`
+	}
+	if err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/audit-logs?limit=100", nil, &page); err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	out := map[string]int{}
+	for _, en := range page.Data {
+		if en.ResourceID == jobID {
+			out[en.Action]++
+		}
+	}
+	return out
 }
