@@ -131,7 +131,7 @@ func BuiltinTypes() []Type {
 		"mode": {"type":"string","enum":["fixed","asg"],"default":"fixed"},
 		"bare": {"type":"boolean","default":false,"description":"skip the NGINX bootstrap"},
 		"createLoadBalancer": {"type":"boolean","default":false},
-		"listenerPorts": {"type":"array","items":{"type":"integer","minimum":1,"maximum":65535},"uniqueItems":true,"default":[80]},
+		"listenerPorts": {"type":"array","items":{"type":"integer","minimum":1,"maximum":65535},"uniqueItems":true,"default":[80,443]},
 		"healthCheckPath": {"type":"string","pattern":"^/","default":"/healthz"},
 		"healthCheckPort": {"type":"integer","minimum":1,"maximum":65535,"default":80},
 		"domain": {"type":"string","pattern":"^([a-z0-9]([a-z0-9-]*[a-z0-9])?\\.)+[a-z]{2,}$"},

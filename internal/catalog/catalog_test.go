@@ -120,7 +120,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"redis has no storage", catalog.PairRedis, `{"engine":"redis"}`,
 			`{"backupRetentionDays":7,"engine":"redis","multiAZ":false}`},
 		{"vm pool", catalog.PairVMPool, `{"name":"edge","instanceType":"m5.large","max":4}`,
-			`{"bare":false,"createLoadBalancer":false,"healthCheckPath":"/healthz","healthCheckPort":80,"instanceType":"m5.large","listenerPorts":[80],"max":4,"min":1,"mode":"fixed","name":"edge"}`},
+			`{"bare":false,"createLoadBalancer":false,"healthCheckPath":"/healthz","healthCheckPort":80,"instanceType":"m5.large","listenerPorts":[80,443],"max":4,"min":1,"mode":"fixed","name":"edge"}`},
 		{"network empty", catalog.PairNetwork, ``, `{"azCount":2,"cidr":"10.0.0.0/16","peerVpcIDs":[]}`},
 		{"kubernetes keeps user values", catalog.PairKubernetes,
 			`{"name":"c","version":"1.29","nodeGroups":[{"name":"a","instanceType":"t","min":0,"max":1}]}`,

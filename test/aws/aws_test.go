@@ -198,10 +198,9 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 		steps        int
 		made         string // a leftovers kind the job must have made
 	}{
-		"registry": {kind: "registry", config: `{"name":"team-images"}`, made: "ecr-repository"},
-		"network":  {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: "vpc"},
-		// The catalog names the zone "domain", the pipeline "name": the request gives both.
-		"dns_zone":               {kind: "dns_zone", config: `{"domain":"shop.example.com","name":"shop.example.com"}`, made: "hosted-zone"},
+		"registry":               {kind: "registry", config: `{"name":"team-images"}`, made: "ecr-repository"},
+		"network":                {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: "vpc"},
+		"dns_zone":               {kind: "dns_zone", config: `{"domain":"shop.example.com"}`, made: "hosted-zone"},
 		"kubernetes (reference)": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":2,"max":6}]}`, steps: 0, made: "eks-cluster"},
 		"vm_pool without LB":     {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`, steps: 7, made: "instance"},
 		"vm_pool with LB (ref.)": {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`, steps: 11, made: "load-balancer"},
@@ -237,7 +236,7 @@ func TestRefusedOffAWS(t *testing.T) {
 		"vm_pool":    `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`,
 		"network":    `{"cidr":"10.30.0.0/16"}`,
 		"registry":   `{"name":"images"}`,
-		"dns_zone":   `{"name":"example.internal","domain":"example.internal"}`,
+		"dns_zone":   `{"domain":"example.internal"}`,
 		"kubernetes": `{"name":"k","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":1,"max":1}]}`,
 	}
 	for kind, config := range configs {

@@ -28,6 +28,9 @@ const (
 
 // Config is a DNS zone request.
 type Config struct {
+	// Domain is the zone's name as the catalog documents it; Name is accepted for older
+	// requests and loses to Domain when both are given.
+	Domain  string   `json:"domain,omitempty"`
 	Name    string   `json:"name"`
 	Private bool     `json:"private,omitempty"`
 	VPCID   string   `json:"vpcID,omitempty"`
@@ -75,6 +78,9 @@ func decode(raw json.RawMessage) (Config, error) {
 	var c Config
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return c, fmt.Errorf("config: %w", err)
+	}
+	if c.Domain != "" {
+		c.Name = c.Domain
 	}
 	name := strings.TrimSuffix(c.Name, ".")
 	switch {
