@@ -221,4 +221,3 @@ func (g *globals) watch(cmd *cobra.Command, id string) error {
 	}
 	return nil
 }
-
