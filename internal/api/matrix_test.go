@@ -67,7 +67,9 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	provs := protocol.NewRegistry(protocol.NewMemoryStore(), protocol.RegistryOptions{Health: healthy{}})
+	// The registry keeps its registrations in the API's own store, as the server does, so that a
+	// registration and its audit entry share one transaction.
+	provs := protocol.NewRegistry(st, protocol.RegistryOptions{Health: healthy{}})
 	e := &accessEnv{st: st, dir: dir, tokens: map[string]string{}, cat: cat, provs: provs}
 	e.srv = New(Config{Store: st, Pipelines: reg, Catalog: cat, Secrets: sec, Provisioners: provs,
 		Auth: TokenAuth{Auth: &auth.Authenticator{Store: st}}})
@@ -205,10 +207,7 @@ type fixture struct {
 
 // notAudited lists mutating routes that write no audit entry, with the reason. Everything
 // else that is not a GET must leave exactly one entry.
-var notAudited = map[string]string{
-	"POST /api/provisioners":        "install-wide registry outside the org's store transaction",
-	"DELETE /api/provisioners/{id}": "install-wide registry outside the org's store transaction",
-}
+var notAudited = map[string]string{}
 
 func fixtures() map[string]fixture {
 	plain := func(path, body string) func(*testing.T, *accessEnv, string) target {
@@ -277,7 +276,8 @@ func fixtures() map[string]fixture {
 			return target{path: "/api/provisioners/" + e.provisioner(t)}
 		}},
 		"DELETE /api/provisioners/{id}": {ok: 204, make: func(t *testing.T, e *accessEnv, _ string) target {
-			return target{path: "/api/provisioners/" + e.provisioner(t)}
+			id := e.provisioner(t)
+			return target{path: "/api/provisioners/" + id, resourceType: "provisioner", resourceID: id}
 		}},
 		"GET /api/policies": {ok: 200, make: plain("/api/policies", "")},
 		"GET /api/roles":    {ok: 200, make: plain("/api/roles", "")},

@@ -21,6 +21,8 @@ type Provisioners interface {
 	List(ctx context.Context) ([]protocol.Provisioner, error)
 	Get(ctx context.Context, id string) (protocol.Provisioner, error)
 	Remove(ctx context.Context, id string) error
+	RegisterWithin(ctx context.Context, in protocol.RegisterInput, within func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error) (protocol.Provisioner, error)
+	RemoveWithin(ctx context.Context, id string, within func(del func(protocol.ProvisionerStore) error) error) error
 }
 
 type provisionerList struct {
@@ -34,7 +36,7 @@ func (s *Server) provisioners() (Provisioners, error) {
 	return s.cfg.Provisioners, nil
 }
 
-func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, pr *Principal) error {
 	reg, err := s.provisioners()
 	if err != nil {
 		return err
@@ -43,7 +45,12 @@ func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, _ *Pr
 	if pr := decode(r, &in); pr != nil {
 		return pr
 	}
-	p, err := reg.Register(r.Context(), in)
+	// The registration and its audit entry commit together; the remote is checked before.
+	p, err := reg.RegisterWithin(r.Context(), in, func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error {
+		meta := map[string]any{"name": p.Name, "url": p.URL, "pairs": p.Pairs}
+		return s.audited(r.Context(), pr, entry(audit.ScopePlatform, "provisioner.register", "provisioner", p.ID, meta),
+			func(tx store.Store) error { return withProvisionerStore(tx, insert) })
+	})
 	if err != nil {
 		return registryErr(err)
 	}
@@ -81,12 +88,17 @@ func (s *Server) getProvisioner(w http.ResponseWriter, r *http.Request, _ *Princ
 	return nil
 }
 
-func (s *Server) deleteProvisioner(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+func (s *Server) deleteProvisioner(w http.ResponseWriter, r *http.Request, pr *Principal) error {
 	reg, err := s.provisioners()
 	if err != nil {
 		return err
 	}
-	if err := reg.Remove(r.Context(), r.PathValue("id")); err != nil {
+	id := r.PathValue("id")
+	err = reg.RemoveWithin(r.Context(), id, func(del func(protocol.ProvisionerStore) error) error {
+		return s.audited(r.Context(), pr, entry(audit.ScopePlatform, "provisioner.remove", "provisioner", id, nil),
+			func(tx store.Store) error { return withProvisionerStore(tx, del) })
+	})
+	if err != nil {
 		return registryErr(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -240,4 +252,14 @@ func (s *Server) AuditedJobChange(ctx context.Context, p *Principal, action, job
 // refusal is a *Problem naming the fields.
 func (s *Server) PrepareJob(ctx context.Context, p *Principal, spaceID string, family job.Family, name string, config json.RawMessage) (*job.Job, error) {
 	return s.NewJob(ctx, p, &createJobRequest{SpaceID: spaceID, Kind: string(family), Name: name, Config: config})
+}
+
+// withProvisionerStore runs fn on tx as the registry's store; a store that cannot hold
+// registrations is a wiring mistake, reported rather than panicking.
+func withProvisionerStore(tx store.Store, fn func(protocol.ProvisionerStore) error) error {
+	ps, ok := tx.(protocol.ProvisionerStore)
+	if !ok {
+		return fmt.Errorf("the store %T cannot hold provisioner registrations", tx)
+	}
+	return fn(ps)
 }

@@ -135,6 +135,15 @@ type RegisterInput struct {
 // a pair already held (*PairConflictError, naming the pair and its holder) and a remote that
 // does not answer (*UnreachableError).
 func (r *Registry) Register(ctx context.Context, in RegisterInput) (Provisioner, error) {
+	return r.RegisterWithin(ctx, in, func(_ Provisioner, insert func(ProvisionerStore) error) error {
+		return insert(r.store)
+	})
+}
+
+// RegisterWithin is Register with the final store write handed to within, which runs insert on
+// the store of its choice: the API runs it in the transaction that also writes the audit entry.
+// Every check, including the call to the remote, happens before, outside any transaction.
+func (r *Registry) RegisterWithin(ctx context.Context, in RegisterInput, within func(p Provisioner, insert func(ProvisionerStore) error) error) (Provisioner, error) {
 	if err := r.check(in); err != nil {
 		return Provisioner{}, err
 	}
@@ -152,7 +161,8 @@ func (r *Registry) Register(ctx context.Context, in RegisterInput) (Provisioner,
 		ID: newID("prv_"), Name: in.Name, URL: strings.TrimRight(in.URL, "/"),
 		Pairs: slices.Clone(in.Pairs), CreatedAt: r.opts.Now().UTC(),
 	}
-	if err := r.store.InsertProvisioner(ctx, p); err != nil {
+	err := within(p, func(st ProvisionerStore) error { return st.InsertProvisioner(ctx, p) })
+	if err != nil {
 		return Provisioner{}, fmt.Errorf("register provisioner %q: %w", in.Name, err)
 	}
 	return p, nil
@@ -230,10 +240,15 @@ var ErrBuiltIn = errors.New("the built-in provisioner cannot be removed")
 
 // Remove deletes a registration; its pairs become free.
 func (r *Registry) Remove(ctx context.Context, id string) error {
+	return r.RemoveWithin(ctx, id, func(del func(ProvisionerStore) error) error { return del(r.store) })
+}
+
+// RemoveWithin is Remove with the store write handed to within (see RegisterWithin).
+func (r *Registry) RemoveWithin(ctx context.Context, id string, within func(del func(ProvisionerStore) error) error) error {
 	if id == r.builtin.ID {
 		return ErrBuiltIn
 	}
-	if err := r.store.DeleteProvisioner(ctx, id); err != nil {
+	if err := within(func(st ProvisionerStore) error { return st.DeleteProvisioner(ctx, id) }); err != nil {
 		return fmt.Errorf("remove provisioner %q: %w", id, err)
 	}
 	return nil

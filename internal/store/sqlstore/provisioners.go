@@ -35,28 +35,51 @@ func (s *Store) InsertProvisioner(ctx context.Context, p protocol.Provisioner) e
 }
 
 func (s *Store) insertProvisioner(ctx context.Context, p protocol.Provisioner) (*catalog.Pair, error) {
+	var conflict *catalog.Pair
+	err := s.within(ctx, func(q querier) error {
+		if _, err := q.ExecContext(ctx, `INSERT INTO provisioners (id, name, url, created_at) VALUES ($1, $2, $3, $4)`,
+			p.ID, p.Name, p.URL, ms(p.CreatedAt)); err != nil {
+			return err
+		}
+		for i, pair := range p.Pairs {
+			res, err := q.ExecContext(ctx, `INSERT INTO provisioner_pairs (kind, type, provisioner_id, position)
+				VALUES ($1, $2, $3, $4) ON CONFLICT (kind, type) DO NOTHING`, string(pair.Kind), pair.Type, p.ID, i)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				conflict = &pair
+				return errLostPair
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, errLostPair) {
+		return conflict, nil
+	}
+	return nil, err
+}
+
+// errLostPair rolls a registration back when one of its pairs is already held.
+var errLostPair = errors.New("pair already held")
+
+// within runs fn in the transaction this copy of the store is bound to (an audited change),
+// or else in a transaction of its own that it commits when fn succeeds.
+func (s *Store) within(ctx context.Context, fn func(q querier) error) error {
+	if s.tx != nil {
+		return fn(s.q)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	if _, err := tx.ExecContext(ctx, `INSERT INTO provisioners (id, name, url, created_at) VALUES ($1, $2, $3, $4)`,
-		p.ID, p.Name, p.URL, ms(p.CreatedAt)); err != nil {
-		return nil, err
+	if err := fn(tx); err != nil {
+		return err
 	}
-	for i, pair := range p.Pairs {
-		res, err := tx.ExecContext(ctx, `INSERT INTO provisioner_pairs (kind, type, provisioner_id, position)
-			VALUES ($1, $2, $3, $4) ON CONFLICT (kind, type) DO NOTHING`, string(pair.Kind), pair.Type, p.ID, i)
-		if err != nil {
-			return nil, err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			return &pair, nil
-		}
-	}
-	return nil, tx.Commit()
+	return tx.Commit()
 }
 
 func (s *Store) ListProvisioners(ctx context.Context) ([]protocol.Provisioner, error) {
@@ -92,24 +115,25 @@ func (s *Store) ProvisionerForPair(ctx context.Context, pair catalog.Pair) (prot
 }
 
 func (s *Store) DeleteProvisioner(ctx context.Context, id string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	err := s.within(ctx, func(q querier) error {
+		res, err := q.ExecContext(ctx, `DELETE FROM provisioners WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return protocol.ErrProvisionerNotFound
+		}
+		if _, err := q.ExecContext(ctx, `DELETE FROM provisioner_pairs WHERE provisioner_id = $1`, id); err != nil {
+			return fmt.Errorf("free the pairs: %w", err)
+		}
+		return nil
+	})
+	if errors.Is(err, protocol.ErrProvisionerNotFound) {
+		return err
+	}
 	if err != nil {
-		return fmt.Errorf("delete provisioner %s: %w", id, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	res, err := tx.ExecContext(ctx, `DELETE FROM provisioners WHERE id = $1`, id)
-	if err != nil {
-		return fmt.Errorf("delete provisioner %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("delete provisioner %s: %w", id, err)
-	} else if n == 0 {
-		return protocol.ErrProvisionerNotFound
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM provisioner_pairs WHERE provisioner_id = $1`, id); err != nil {
-		return fmt.Errorf("free the pairs of provisioner %s: %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("delete provisioner %s: %w", id, err)
 	}
 	return nil
@@ -118,7 +142,7 @@ func (s *Store) DeleteProvisioner(ctx context.Context, id string) error {
 // queryProvisioners runs a query answering (id, name, url, created_at) and fills in each
 // provisioner's pairs in the order they were registered.
 func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([]protocol.Provisioner, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +175,7 @@ func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([
 }
 
 func (s *Store) pairsOf(ctx context.Context, id string) ([]catalog.Pair, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT kind, type FROM provisioner_pairs WHERE provisioner_id = $1 ORDER BY position`, id)
+	rows, err := s.q.QueryContext(ctx, `SELECT kind, type FROM provisioner_pairs WHERE provisioner_id = $1 ORDER BY position`, id)
 	if err != nil {
 		return nil, err
 	}
