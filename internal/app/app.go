@@ -126,7 +126,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	pipes := o.Pipelines
 	if pipes == nil {
-		pipes = append(builtinPipelines(o, dsp, cmp), newAWSParts(o.AWS, st, sec).pipelines()...)
+		awsp := newAWSParts(o.AWS, st, sec)
+		awsp.components = cmp.bootstrap(awsp.clusterToken)
+		pipes = append(builtinPipelines(o, dsp, cmp), awsp.pipelines()...)
 	}
 	reg, err := pipeline.NewRegistry(pipes...)
 	if err != nil {

@@ -47,9 +47,12 @@ type AWSOptions struct {
 // providers are kept per account, region and credential value: the SSM probe remembers the
 // command it sent between polls, and a rotated credential opens a new provider.
 type awsParts struct {
-	o   AWSOptions
-	st  store.Store
-	sec secrets.SecretStore
+	o AWSOptions
+	// components installs a new cluster's default components (nil: a cluster job naming
+	// components skips them).
+	components kubernetes.ComponentInstaller
+	st         store.Store
+	sec        secrets.SecretStore
 
 	mu   sync.Mutex
 	open map[string]*awsOpen
@@ -204,7 +207,7 @@ func (a *awsParts) pipelines() []pipeline.Pipeline {
 				return nil, err
 			}
 			return aws.KubernetesDriver{P: o.p}, nil
-		}, nil, poll)},
+		}, a.components, poll)},
 	}
 }
 
@@ -400,4 +403,15 @@ func (p *awsVMPool) Steps(j *job.Job) []pipeline.Step {
 		}
 	}
 	return p.hook(steps)
+}
+
+// clusterToken mints a bearer token for an EKS cluster the job created, from the job's cloud
+// account (aws-iam-authenticator's format); nothing long-lived is stored.
+func (a *awsParts) clusterToken(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error) {
+	o, err := a.resolve(ctx, j)
+	if err != nil {
+		return "", err
+	}
+	tok, _, err := o.p.ClusterToken(ctx, cl.Name)
+	return tok, err
 }

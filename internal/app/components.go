@@ -11,8 +11,10 @@ import (
 	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/catalog/components"
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/component"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -48,11 +50,13 @@ type clusterSpaceStore interface {
 // componentParts is the component family wired to one server.
 type componentParts struct {
 	pipeline pipeline.Pipeline
-	api      *api.ComponentConfig
-	spaces   clusterSpaceStore // nil: the store cannot list cluster spaces; no checks
-	secrets  secrets.SecretStore
-	interval time.Duration
-	log      *slog.Logger
+	// bootstrap installs a new cluster's default components through this family's installer.
+	bootstrap func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller
+	api       *api.ComponentConfig
+	spaces    clusterSpaceStore // nil: the store cannot list cluster spaces; no checks
+	secrets   secrets.SecretStore
+	interval  time.Duration
+	log       *slog.Logger
 }
 
 // wireComponents loads the component catalog and builds the component pipeline over the
@@ -64,18 +68,22 @@ func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*compon
 		return nil, err
 	}
 	log := o.Logger.With("component", "components")
+	connect := component.KubeConnector(kube.InstallerOptions{
+		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log,
+	})
 	p, err := component.New(component.Options{
 		Catalog: cat, Spaces: spaceClusters{st}, Secrets: sec, ChartDir: co.ChartDir,
-		Connect: component.KubeConnector(kube.InstallerOptions{
-			CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log,
-		}),
+		Connect:   connect,
 		ReadyPoll: co.ReadyPoll, ReadyTimeout: co.ReadyTimeout, Logger: log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	parts := &componentParts{pipeline: p, api: &api.ComponentConfig{Catalog: cat}, secrets: sec, log: log,
-		interval: co.CheckInterval}
+		interval: co.CheckInterval,
+		bootstrap: func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller {
+			return clusterBootstrap{comp: p, connect: connect, token: token}
+		}}
 	if co.LeaseTTL > 0 {
 		parts.pipeline = leaseOverride{Pipeline: p, ttl: co.LeaseTTL}
 	}
