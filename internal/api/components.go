@@ -61,7 +61,9 @@ func SpaceClusterOf(sp *store.Space) (kube.SpaceCluster, bool, error) {
 	if err := json.Unmarshal(sp.Config, &cfg); err != nil {
 		return kube.SpaceCluster{}, false, err
 	}
-	if cfg.Cluster == nil || cfg.Cluster.CredentialRef == "" {
+	// A cluster is reachable with a stored credential, or, for one Groundwork created, with
+	// tokens minted from its cloud account.
+	if cfg.Cluster == nil || (cfg.Cluster.CredentialRef == "" && cfg.Cluster.Auth != kube.AuthCloudToken) {
 		return kube.SpaceCluster{}, false, nil
 	}
 	return *cfg.Cluster, true, nil

@@ -128,6 +128,8 @@ func Run(ctx context.Context, o Options) error {
 	if pipes == nil {
 		awsp := newAWSParts(o.AWS, st, sec)
 		awsp.components = cmp.bootstrap(awsp.clusterToken)
+		awsp.spaces = createdClusterSpaces{st}
+		cmp.mint.fn = awsp.spaceToken
 		pipes = append(builtinPipelines(o, dsp, cmp), awsp.pipelines()...)
 	}
 	reg, err := pipeline.NewRegistry(pipes...)

@@ -51,8 +51,10 @@ type awsParts struct {
 	// components installs a new cluster's default components (nil: a cluster job naming
 	// components skips them).
 	components kubernetes.ComponentInstaller
-	st         store.Store
-	sec        secrets.SecretStore
+	// spaces records created clusters as spaces (nil: infra only).
+	spaces kubernetes.SpaceRegistrar
+	st     store.Store
+	sec    secrets.SecretStore
 
 	mu   sync.Mutex
 	open map[string]*awsOpen
@@ -207,7 +209,7 @@ func (a *awsParts) pipelines() []pipeline.Pipeline {
 				return nil, err
 			}
 			return aws.KubernetesDriver{P: o.p}, nil
-		}, a.components, poll)},
+		}, a.components, poll).WithSpaces(a.spaces)},
 	}
 }
 

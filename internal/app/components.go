@@ -50,6 +50,8 @@ type clusterSpaceStore interface {
 // componentParts is the component family wired to one server.
 type componentParts struct {
 	pipeline pipeline.Pipeline
+	// mint, once a cloud provider is wired, mints tokens for clusters Groundwork created.
+	mint *tokenMint
 	// bootstrap installs a new cluster's default components through this family's installer.
 	bootstrap func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller
 	api       *api.ComponentConfig
@@ -68,11 +70,12 @@ func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*compon
 		return nil, err
 	}
 	log := o.Logger.With("component", "components")
+	mint := &tokenMint{}
 	connect := component.KubeConnector(kube.InstallerOptions{
 		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log,
 	})
 	p, err := component.New(component.Options{
-		Catalog: cat, Spaces: spaceClusters{st}, Secrets: sec, ChartDir: co.ChartDir,
+		Catalog: cat, Spaces: spaceClusters{st: st, sec: sec, mint: mint}, Secrets: sec, ChartDir: co.ChartDir,
 		Connect:   connect,
 		ReadyPoll: co.ReadyPoll, ReadyTimeout: co.ReadyTimeout, Logger: log,
 	})
@@ -80,7 +83,7 @@ func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*compon
 		return nil, err
 	}
 	parts := &componentParts{pipeline: p, api: &api.ComponentConfig{Catalog: cat}, secrets: sec, log: log,
-		interval: co.CheckInterval,
+		interval: co.CheckInterval, mint: mint,
 		bootstrap: func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller {
 			return clusterBootstrap{comp: p, connect: connect, token: token}
 		}}
@@ -118,7 +121,34 @@ func (l leaseOverride) LeaseTTL() time.Duration { return l.ttl }
 
 // spaceClusters finds a space's registered cluster for the component pipeline. A job names its
 // space by ID; the job already belongs to the space's org, so the lookup is install-wide.
-type spaceClusters struct{ st store.Store }
+type spaceClusters struct {
+	st   store.Store
+	sec  secrets.SecretStore
+	mint *tokenMint
+}
+
+// tokenMint mints a token for a cluster space whose credential is not stored (a cluster
+// Groundwork created); fn is set once the cloud providers are wired, nil where none is.
+type tokenMint struct {
+	fn func(ctx context.Context, sp *store.Space, sc kube.SpaceCluster) (string, error)
+}
+
+// credentials returns how to reach sp's cluster: the stored credential, or a freshly minted
+// token for a created cluster.
+func (m *tokenMint) credentials(ctx context.Context, sec secrets.SecretStore, sp *store.Space, sc kube.SpaceCluster) (kube.Credentials, error) {
+	if sc.Auth != kube.AuthCloudToken {
+		return sc.Credentials(ctx, sec)
+	}
+	if m == nil || m.fn == nil {
+		return kube.Credentials{}, fault.UserAction(fmt.Errorf("space %s: no provider here can mint tokens for its cluster", sp.ID),
+			"NoTokenMinter", "run Groundwork with the cloud provider that created this cluster", "")
+	}
+	tok, err := m.fn(ctx, sp, sc)
+	if err != nil {
+		return kube.Credentials{}, err
+	}
+	return kube.Credentials{Endpoint: sc.Endpoint, CAData: sc.CAData, Token: tok}, nil
+}
 
 func (s spaceClusters) Cluster(ctx context.Context, spaceID string) (kube.SpaceCluster, error) {
 	sp, err := s.st.GetSpace(ctx, "", spaceID)
@@ -137,6 +167,19 @@ func (s spaceClusters) Cluster(ctx context.Context, spaceID string) (kube.SpaceC
 	if !ok {
 		return kube.SpaceCluster{}, fault.UserAction(fmt.Errorf("space %s has no registered cluster", spaceID), "SpaceHasNoCluster",
 			"register a cluster with POST /api/spaces/register-cluster and install into that space", "")
+	}
+	if sc.Auth == kube.AuthCloudToken {
+		// The installer reads credentials by reference: a minted, short-lived token is kept
+		// under the space's name and replaced on every use.
+		creds, err := s.mint.credentials(ctx, s.sec, sp, sc)
+		if err != nil {
+			return kube.SpaceCluster{}, err
+		}
+		ref, err := s.sec.Put(ctx, api.ClusterSecretName(sp.ID)+"-minted", creds.Token)
+		if err != nil {
+			return kube.SpaceCluster{}, fault.Transient(fmt.Errorf("keep minted token: %w", err))
+		}
+		sc.CredentialRef, sc.Auth = ref, ""
 	}
 	return sc, nil
 }
@@ -197,7 +240,7 @@ func (c *componentParts) ping(ctx context.Context, sp *store.Space) error {
 	if err != nil || !ok {
 		return fmt.Errorf("space config holds no cluster: %v", err)
 	}
-	creds, err := sc.Credentials(ctx, c.secrets)
+	creds, err := c.mint.credentials(ctx, c.secrets, sp, sc)
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,13 @@ import (
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 
+	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 	awsp "github.com/groundworkhq/groundwork/internal/provider/aws"
+	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -218,9 +220,21 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 			if left := e.leftovers(t, j); left[tc.made] == 0 {
 				t.Fatalf("after create, moto holds %v; want a %s", left, tc.made)
 			}
+			clusterSpace := ""
+			if tc.kind == "kubernetes" {
+				clusterSpace = checkClusterSpace(t, e, j)
+			}
 			e.teardown(t, j.ID)
 			if left := e.leftovers(t, j); len(left) > 0 {
 				t.Fatalf("after teardown, moto still holds %v", left)
+			}
+			if clusterSpace != "" {
+				var out map[string]any
+				err := e.s.Client.Do(t.Context(), "GET", "/api/spaces/"+clusterSpace, nil, &out)
+				var apiErr *client.Error
+				if !errors.As(err, &apiErr) || apiErr.Status != 404 {
+					t.Fatalf("the cluster's space after teardown: %v", err)
+				}
 			}
 		})
 	}
@@ -432,4 +446,28 @@ func (e *env) auditActions(t *testing.T, jobID string) map[string]int {
 		}
 	}
 	return out
+}
+
+// checkClusterSpace: a created cluster is registered as a space through the same cluster
+// record a registered cluster has, holding no credential (tokens are minted per use).
+func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
+	t.Helper()
+	var infra struct {
+		Space struct {
+			ID string `json:"id"`
+		} `json:"space"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.Space.ID == "" {
+		t.Fatalf("the cluster job recorded no space: %s (%v)", j.Infra, err)
+	}
+	var sp store.Space
+	if err := e.s.Client.Do(t.Context(), "GET", "/api/spaces/"+infra.Space.ID, nil, &sp); err != nil {
+		t.Fatalf("the cluster's space: %v", err)
+	}
+	cl, ok, err := api.SpaceClusterOf(&sp)
+	if err != nil || !ok || cl.Auth != kube.AuthCloudToken || cl.CredentialRef != "" || cl.Endpoint == "" ||
+		len(cl.CAData) == 0 || sp.SpaceType != "kubernetes" || sp.Provider != "aws" {
+		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
+	}
+	return sp.ID
 }

@@ -94,6 +94,14 @@ type ComponentInstaller interface {
 	Install(ctx context.Context, j *job.Job, cl Cluster, components []string) error
 }
 
+// SpaceRegistrar records a created cluster as a space, through the same space records a
+// registered cluster gets, so that components can be installed into it. Both calls are
+// idempotent (the space ID is derived from the job).
+type SpaceRegistrar interface {
+	RegisterSpace(ctx context.Context, j *job.Job, cl Cluster) (spaceID string, err error)
+	UnregisterSpace(ctx context.Context, j *job.Job, spaceID string) error
+}
+
 // Resolver finds the driver for a job.
 type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
@@ -101,7 +109,15 @@ type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 type Pipeline struct {
 	resolve    Resolver
 	components ComponentInstaller
+	spaces     SpaceRegistrar
 	poll       time.Duration
+}
+
+// WithSpaces makes the register-space step record the cluster as a space (nil: the step
+// records endpoint and CA in infra only).
+func (p *Pipeline) WithSpaces(s SpaceRegistrar) *Pipeline {
+	p.spaces = s
+	return p
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
@@ -304,11 +320,27 @@ func (p *Pipeline) register(ctx context.Context, r *pipeline.Run) (pipeline.Resu
 		return pipeline.Result{}, err
 	}
 	// Endpoint and CA only: credentials are minted per use from the cloud account.
-	return pipeline.Done(map[string]any{InfraSpace: map[string]string{
+	space := map[string]string{
 		"clusterName": cl.Name, "endpoint": cl.Endpoint, "caData": cl.CAData, "auth": "cloud-token",
-	}}), nil
+	}
+	if p.spaces != nil {
+		id, err := p.spaces.RegisterSpace(ctx, r.Job, cl)
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		space["id"] = id
+	}
+	return pipeline.Done(map[string]any{InfraSpace: space}), nil
 }
 
 func (p *Pipeline) unregister(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	var space map[string]string
+	if ok, err := r.Infra(InfraSpace, &space); err != nil {
+		return pipeline.Result{}, err
+	} else if ok && space["id"] != "" && p.spaces != nil {
+		if err := p.spaces.UnregisterSpace(ctx, r.Job, space["id"]); err != nil {
+			return pipeline.Result{}, err
+		}
+	}
 	return pipeline.Done(map[string]any{InfraSpace: nil}), nil
 }

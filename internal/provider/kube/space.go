@@ -18,7 +18,14 @@ type SpaceCluster struct {
 	CredentialRef string `json:"credentialRef"`
 	Kubeconfig    bool   `json:"kubeconfig,omitempty"`
 	ServerVersion string `json:"serverVersion,omitempty"`
+	// Auth is AuthCloudToken for a cluster Groundwork created: no credential is stored, a token
+	// is minted from the space's cloud account for each use. Empty means CredentialRef.
+	Auth        string `json:"auth,omitempty"`
+	ClusterName string `json:"clusterName,omitempty"`
 }
+
+// AuthCloudToken marks a cluster whose tokens are minted from its cloud account.
+const AuthCloudToken = "cloud-token"
 
 // SecretPutter stores a secret under a deterministic name (secrets.SecretStore).
 type SecretPutter interface {
