@@ -6,7 +6,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -191,4 +190,3 @@ func (e *Engine) backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func errf(format string, args ...any) error { return fmt.Errorf(format, args...) }
