@@ -189,4 +189,3 @@ func (e *Engine) backoff(attempt int) time.Duration {
 	}
 	return d/2 + rand.N(d/2+1)
 }
-
