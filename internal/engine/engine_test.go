@@ -290,9 +290,11 @@ func TestWaitFreesTheWorker(t *testing.T) {
 	waitFor(t, "slow job to wait", 10*time.Second, func() bool { return b.calls.count(slow.ID, "step1", false) >= 2 })
 	fast := b.submit(t)
 	b.waitStatus(t, fast.ID, job.StatusCompleted)
+	// The slow job keeps cycling between waiting and a brief re-check, so either is
+	// fine here; what matters is that it has not finished while the fast one did.
 	sj := b.get(t, slow.ID)
-	if sj.Status == job.StatusCompleted || sj.Steps[0].Status != job.StepWaiting {
-		t.Fatalf("slow job = %s / %s", sj.Status, sj.Steps[0].Status)
+	if st := sj.Steps[0].Status; sj.Status == job.StatusCompleted || (st != job.StepWaiting && st != job.StepRunning) {
+		t.Fatalf("slow job = %s / %s", sj.Status, st)
 	}
 	var rid string
 	if ok, _ := (&pipeline.Run{Job: sj}).Infra("resourceID", &rid); !ok || rid != "r-1" {
