@@ -117,7 +117,77 @@ func newJobs(g *globals) *cobra.Command {
 		Use: "watch JOB_ID", Short: "Follow a job's steps live; exits non-zero if it fails", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.watch(cmd, args[0]) },
 	}
-	cmd.AddCommand(create, list, get, retry, cancel, del, watchCmd)
+	cmd.AddCommand(create, list, get, retry, cancel, del, watchCmd, newJobsUpdate(g))
+	return cmd
+}
+
+// newJobsUpdate is PATCH /api/provisioning-jobs/{id}: rename, retag, promote a draft, run a VM
+// operation or resize an ASG pool. It reads the job first and sends the version it read, so a
+// change made by someone else in between is refused (409) rather than overwritten.
+func newJobsUpdate(g *globals) *cobra.Command {
+	var name, vmOp string
+	var tags []string
+	var promote, watch bool
+	var minSize, maxSize, desired int32
+	cmd := &cobra.Command{
+		Use:   "update JOB_ID [--name N] [--tag k=v]... [--promote] [--vm-op attach_lb|detach_lb] [--min N --max N --desired N]",
+		Short: "Change a job: name and tags, promote a draft, attach or detach a VM pool's load balancer, resize an ASG pool",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			fl := cmd.Flags()
+			if fl.Changed("name") {
+				body["name"] = name
+			}
+			if len(tags) > 0 {
+				m := map[string]string{}
+				for _, kv := range tags {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok || k == "" {
+						return fmt.Errorf("--tag %q: want key=value", kv)
+					}
+					m[k] = v
+				}
+				body["tags"] = m
+			}
+			if promote {
+				body["status"] = job.StatusQueued
+			}
+			if vmOp != "" {
+				body["vmOp"] = vmOp
+			}
+			for flag, v := range map[string]int32{"min": minSize, "max": maxSize, "desired": desired} {
+				if fl.Changed(flag) {
+					body[flag] = v
+				}
+			}
+			if len(body) == 0 {
+				return fmt.Errorf("nothing to change: give --name, --tag, --promote, --vm-op or --min/--max/--desired")
+			}
+			var cur job.Job
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioning-jobs/"+args[0], nil, &cur); err != nil {
+				return err
+			}
+			body["version"] = cur.Version
+			var j job.Job
+			if err := g.client().Do(ctxOf(cmd), "PATCH", "/api/provisioning-jobs/"+args[0], body, &j); err != nil {
+				return err
+			}
+			if !watch {
+				return g.printJob(cmd.OutOrStdout(), &j)
+			}
+			return g.watch(cmd, j.ID)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&name, "name", "", "new name")
+	fl.StringArrayVar(&tags, "tag", nil, "tag as key=value (repeat; replaces the job's tags)")
+	fl.BoolVar(&promote, "promote", false, "promote a draft to queued")
+	fl.StringVar(&vmOp, "vm-op", "", "VM pool operation: attach_lb or detach_lb")
+	fl.Int32Var(&minSize, "min", 0, "ASG pool: new minimum size")
+	fl.Int32Var(&maxSize, "max", 0, "ASG pool: new maximum size")
+	fl.Int32Var(&desired, "desired", 0, "ASG pool: new desired size")
+	fl.BoolVar(&watch, "watch", false, "follow the job until it settles again")
 	return cmd
 }
 
