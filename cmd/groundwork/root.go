@@ -39,7 +39,7 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.url, "url", envOr("GROUNDWORK_URL", "http://localhost:5087"), "server URL (GROUNDWORK_URL)")
 	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("GROUNDWORK_TOKEN"), "API token (GROUNDWORK_TOKEN)")
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	root.AddCommand(newServe(), newMigrate(), newJobs(g), newSpaces(g), newAccounts(g), newCatalog(g))
+	root.AddCommand(newServe(), newMigrate(), newOrgs(), newJobs(g), newSpaces(g), newAccounts(g), newCatalog(g))
 	root.AddCommand(newProvisioners(g), newComponents(g))
 	root.AddCommand(newTokens(g), newUsers(g), newRoles(g), newAuditLogs(g))
 	root.AddCommand(newDatabases(g), newConnections(g), newSecrets(g))

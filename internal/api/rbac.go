@@ -203,7 +203,8 @@ type createUserRequest struct {
 	RoleID string `json:"roleID"`
 }
 
-func validEmail(s string) bool {
+// ValidEmail is the rule for a user's email everywhere: one plain address, as RFC 5322 parses it.
+func ValidEmail(s string) bool {
 	a, err := mail.ParseAddress(s)
 	return err == nil && a.Address == s && len(s) <= 254
 }
@@ -214,7 +215,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *Principal
 		return pr
 	}
 	req.Email = strings.ToLower(strings.TrimSpace(req.Email))
-	if !validEmail(req.Email) || strings.HasPrefix(req.Email, "system:") {
+	if !ValidEmail(req.Email) || strings.HasPrefix(req.Email, "system:") {
 		return badRequest("bad email", FieldError{Field: "email", Rule: "format", Message: "must be an email address"})
 	}
 	if req.RoleID != "" {

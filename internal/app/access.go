@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -51,21 +52,77 @@ func seedDefaultOrg(ctx context.Context, st store.Store, now time.Time) error {
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("read default org: %w", err)
 	}
-	e := audit.New(DefaultOrg, audit.ScopePlatform, "org.create", ActorBootstrap, "org", DefaultOrg,
-		map[string]any{"admin": BootstrapEmail, "roleID": rbac.RoleAdmin})
-	e.CreatedAt = now
-	err := st.Audited(ctx, e, func(tx store.Store) error {
-		if err := tx.CreateOrg(ctx, &store.Org{ID: DefaultOrg, Name: "Default", CreatedAt: now}); err != nil {
-			return err
-		}
-		if err := tx.CreateUser(ctx, &store.User{OrgID: DefaultOrg, Email: BootstrapEmail, Name: "Bootstrap admin", CreatedAt: now}); err != nil {
-			return err
-		}
-		return tx.CreateAssignment(ctx, &rbac.Assignment{ID: "ras_" + ulid.Make().String(), OrgID: DefaultOrg,
-			Email: BootstrapEmail, RoleID: rbac.RoleAdmin, CreatedAt: now})
-	})
+	err := createOrgWithAdmin(ctx, st, &store.Org{ID: DefaultOrg, Name: "Default", CreatedAt: now},
+		&store.User{OrgID: DefaultOrg, Email: BootstrapEmail, Name: "Bootstrap admin", CreatedAt: now}, nil, ActorBootstrap)
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("seed default org: %w", err)
 	}
 	return nil
+}
+
+// ActorCLI records the changes an operator makes with server-side commands (groundwork orgs).
+const ActorCLI = "system:cli"
+
+// NewOrg is what CreateOrg made: the org, and the secret of its admin's first token, which
+// is shown once and kept only as a hash.
+type NewOrg struct {
+	Org         *store.Org
+	AdminEmail  string
+	TokenID     string
+	TokenSecret string
+}
+
+// CreateOrg makes a new organisation with its first admin and an API token for them, in one
+// audited transaction. Orgs are made by the operator, on the server's own database, because no
+// API principal belongs to more than one org (each org's admin can only see their own).
+func CreateOrg(ctx context.Context, st store.Store, name, adminEmail string, tokenTTL time.Duration, now time.Time) (*NewOrg, error) {
+	name, adminEmail = strings.TrimSpace(name), strings.ToLower(strings.TrimSpace(adminEmail))
+	if name == "" || len(name) > 200 {
+		return nil, fmt.Errorf("--name: must be 1 to 200 characters")
+	}
+	if !api.ValidEmail(adminEmail) {
+		return nil, fmt.Errorf("--admin-email: %q is not an email address", adminEmail)
+	}
+	secret, err := auth.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	o := &store.Org{ID: "org_" + strings.ToLower(ulid.Make().String()), Name: name, CreatedAt: now}
+	tok := &store.Token{ID: "tok_" + ulid.Make().String(), OrgID: o.ID, Email: adminEmail, Name: "first admin token",
+		Hash: auth.Hash(secret), CreatedAt: now}
+	if tokenTTL > 0 {
+		exp := now.Add(tokenTTL)
+		tok.ExpiresAt = &exp
+	}
+	if err := createOrgWithAdmin(ctx, st, o, &store.User{OrgID: o.ID, Email: adminEmail, CreatedAt: now}, tok, ActorCLI); err != nil {
+		return nil, fmt.Errorf("create org: %w", err)
+	}
+	return &NewOrg{Org: o, AdminEmail: adminEmail, TokenID: tok.ID, TokenSecret: secret}, nil
+}
+
+// createOrgWithAdmin writes the org, its admin with the Admin role org-wide and, when given,
+// the admin's token, with one audit entry in the new org, all in one transaction.
+func createOrgWithAdmin(ctx context.Context, st store.Store, o *store.Org, admin *store.User, tok *store.Token, actor string) error {
+	meta := map[string]any{"name": o.Name, "admin": admin.Email, "roleID": rbac.RoleAdmin}
+	if tok != nil {
+		meta["tokenID"] = tok.ID
+	}
+	e := audit.New(o.ID, audit.ScopePlatform, "org.create", actor, "org", o.ID, meta)
+	e.CreatedAt = o.CreatedAt
+	return st.Audited(ctx, e, func(tx store.Store) error {
+		if err := tx.CreateOrg(ctx, o); err != nil {
+			return err
+		}
+		if err := tx.CreateUser(ctx, admin); err != nil {
+			return err
+		}
+		if err := tx.CreateAssignment(ctx, &rbac.Assignment{ID: "ras_" + ulid.Make().String(), OrgID: o.ID,
+			Email: admin.Email, RoleID: rbac.RoleAdmin, CreatedAt: o.CreatedAt}); err != nil {
+			return err
+		}
+		if tok == nil {
+			return nil
+		}
+		return tx.CreateToken(ctx, tok)
+	})
 }
