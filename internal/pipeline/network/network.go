@@ -11,9 +11,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 )
 
 // Step names.
@@ -67,8 +67,8 @@ type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
 // Pipeline is the network family's pipeline.
 type Pipeline struct {
-	resolve Resolver
-	poll    time.Duration
+	load steps.Loader[Config, Driver]
+	poll time.Duration
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
@@ -78,7 +78,7 @@ func New(resolve Resolver, poll time.Duration) *Pipeline {
 	if poll <= 0 {
 		poll = 10 * time.Second
 	}
-	return &Pipeline{resolve: resolve, poll: poll}
+	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: DecodeConfig, Resolve: resolve}, poll: poll}
 }
 
 func (p *Pipeline) Family() job.Family      { return job.FamilyNetwork }
@@ -115,80 +115,29 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
-	c, err := DecodeConfig(j.Config)
-	if err != nil {
-		return err
-	}
-	return c.Validate()
+func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
+	return steps.CheckConfig(DecodeConfig)(ctx, j)
 }
 
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
-		{Name: StepValidate, Do: p.validate},
-		{Name: StepNetwork, Do: p.network, Undo: p.undoNetwork},
-		{Name: StepPeering, Do: p.peering, Undo: p.undoPeering},
-		{Name: StepFinalize, Do: func(context.Context, *pipeline.Run) (pipeline.Result, error) { return pipeline.Done(nil), nil }},
+		steps.Validate(StepValidate, p.Validate),
+		steps.Network[Config, Driver, Result]{
+			Name: StepNetwork, Key: InfraNetwork, Load: p.load, Poll: p.poll,
+			Ensure: Driver.EnsureNetwork, Ready: func(n Result) bool { return n.Ready }, Delete: Driver.DeleteNetwork,
+		}.Step(),
+		{Name: StepPeering, Do: p.load.Do(p.peering), Undo: p.load.Do(p.undoPeering)},
+		steps.Finalize(StepFinalize),
 	}
 }
 
-func (p *Pipeline) load(ctx context.Context, r *pipeline.Run) (Config, Driver, error) {
-	c, err := DecodeConfig(r.Job.Config)
-	if err != nil {
-		return c, nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.resolve(ctx, r.Job)
-	return c, d, err
-}
-
-func (p *Pipeline) validate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	if err := p.Validate(ctx, r.Job); err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	return pipeline.Done(nil), nil
-}
-
-func (p *Pipeline) network(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	n, err := d.EnsureNetwork(ctx, r.Job, c)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if !n.Ready {
-		return pipeline.Wait(p.poll, "waiting for the NAT gateway", map[string]any{InfraNetwork: n}), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: n}), nil
-}
-
-func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	_, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	done, err := d.DeleteNetwork(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if !done {
-		return pipeline.Wait(p.poll, "waiting for the NAT gateway to be deleted", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
-}
-
-func (p *Pipeline) peering(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) peering(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	if c.Peering == nil {
 		return pipeline.Skip("no peering asked for"), nil
 	}
-	var n Result
-	if ok, err := r.Infra(InfraNetwork, &n); err != nil || !ok {
-		return pipeline.Result{}, fault.System(fmt.Errorf("infra network missing: %v", err))
+	n, err := pipeline.InfraOf[Result](r, InfraNetwork)
+	if err != nil {
+		return pipeline.Result{}, err
 	}
 	id, err := d.EnsurePeering(ctx, r.Job, n.VPCID, *c.Peering)
 	if err != nil {
@@ -197,10 +146,6 @@ func (p *Pipeline) peering(ctx context.Context, r *pipeline.Run) (pipeline.Resul
 	return pipeline.Done(map[string]any{InfraPeering: map[string]string{"id": id}}), nil
 }
 
-func (p *Pipeline) undoPeering(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	_, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) undoPeering(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
 	return pipeline.Done(map[string]any{InfraPeering: nil}), d.DeletePeering(ctx, r.Job)
 }
