@@ -14,6 +14,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 )
 
 // Step names.
@@ -107,7 +108,7 @@ type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
 // Pipeline is the kubernetes family's pipeline.
 type Pipeline struct {
-	resolve    Resolver
+	load       steps.Loader[Config, Driver]
 	components ComponentInstaller
 	spaces     SpaceRegistrar
 	poll       time.Duration
@@ -127,7 +128,7 @@ func New(resolve Resolver, components ComponentInstaller, poll time.Duration) *P
 	if poll <= 0 {
 		poll = 30 * time.Second
 	}
-	return &Pipeline{resolve: resolve, components: components, poll: poll}
+	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: DecodeConfig, Resolve: resolve}, components: components, poll: poll}
 }
 
 func (p *Pipeline) Family() job.Family { return job.FamilyKubernetes }
@@ -163,111 +164,33 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
-	c, err := DecodeConfig(j.Config)
-	if err != nil {
-		return err
-	}
-	return c.Validate()
+func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
+	return steps.CheckConfig(DecodeConfig)(ctx, j)
 }
 
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
-		{Name: StepValidate, Do: p.validate},
-		{Name: StepNetwork, Do: p.network, Undo: p.undoNetwork},
-		{Name: StepIAM, Do: p.iam, Undo: p.undoIAM},
-		{Name: StepCluster, Do: p.cluster, Undo: p.undoCluster},
+		steps.Validate(StepValidate, p.Validate),
+		steps.Network[Config, Driver, Network]{
+			Name: StepNetwork, Key: InfraNetwork, Load: p.load, Poll: p.poll,
+			Ensure: Driver.EnsureNetwork, Ready: func(n Network) bool { return n.Ready }, Delete: Driver.DeleteNetwork,
+		}.Step(),
+		steps.IAM[Config, Driver, Roles]{
+			Name: StepIAM, Key: InfraIAM, Load: p.load, Ensure: Driver.EnsureRoles, Delete: Driver.DeleteRoles,
+		}.Step(),
+		{Name: StepCluster, Do: p.load.Do(p.cluster), Undo: p.load.Do(p.undoCluster)},
 		{Name: StepComponents, Do: p.bootstrap},
 		{Name: StepRegister, Do: p.register, Undo: p.unregister},
-		{Name: StepFinalize, Do: func(context.Context, *pipeline.Run) (pipeline.Result, error) { return pipeline.Done(nil), nil }},
+		steps.Finalize(StepFinalize),
 	}
 }
 
-func (p *Pipeline) load(ctx context.Context, r *pipeline.Run) (Config, Driver, error) {
-	c, err := DecodeConfig(r.Job.Config)
-	if err != nil {
-		return c, nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.resolve(ctx, r.Job)
-	return c, d, err
-}
-
-func infra[T any](r *pipeline.Run, key string) (T, error) {
-	var v T
-	ok, err := r.Infra(key, &v)
-	if err != nil || !ok {
-		return v, fault.System(fmt.Errorf("infra %q missing: %v", key, err))
-	}
-	return v, nil
-}
-
-func (p *Pipeline) validate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	if err := p.Validate(ctx, r.Job); err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	return pipeline.Done(nil), nil
-}
-
-func (p *Pipeline) network(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
+func (p *Pipeline) cluster(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	n, err := pipeline.InfraOf[Network](r, InfraNetwork)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	n, err := d.EnsureNetwork(ctx, r.Job, c)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if !n.Ready {
-		return pipeline.Wait(p.poll, "waiting for the NAT gateway", map[string]any{InfraNetwork: n}), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: n}), nil
-}
-
-func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	_, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	done, err := d.DeleteNetwork(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if !done {
-		return pipeline.Wait(p.poll, "waiting for the NAT gateway to be deleted", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
-}
-
-func (p *Pipeline) iam(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	_, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	roles, err := d.EnsureRoles(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraIAM: roles}), nil
-}
-
-func (p *Pipeline) undoIAM(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	_, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraIAM: nil}), d.DeleteRoles(ctx, r.Job)
-}
-
-func (p *Pipeline) cluster(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	n, err := infra[Network](r, InfraNetwork)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	roles, err := infra[Roles](r, InfraIAM)
+	roles, err := pipeline.InfraOf[Roles](r, InfraIAM)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -281,11 +204,7 @@ func (p *Pipeline) cluster(ctx context.Context, r *pipeline.Run) (pipeline.Resul
 	return pipeline.Done(map[string]any{InfraCluster: cl}), nil
 }
 
-func (p *Pipeline) undoCluster(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) undoCluster(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	done, err := d.DeleteCluster(ctx, r.Job, c.Name)
 	if err != nil {
 		return pipeline.Result{}, err
@@ -304,7 +223,7 @@ func (p *Pipeline) bootstrap(ctx context.Context, r *pipeline.Run) (pipeline.Res
 	if len(c.Components) == 0 || p.components == nil {
 		return pipeline.Skip("no default components to install"), nil
 	}
-	cl, err := infra[Cluster](r, InfraCluster)
+	cl, err := pipeline.InfraOf[Cluster](r, InfraCluster)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -315,7 +234,7 @@ func (p *Pipeline) bootstrap(ctx context.Context, r *pipeline.Run) (pipeline.Res
 }
 
 func (p *Pipeline) register(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	cl, err := infra[Cluster](r, InfraCluster)
+	cl, err := pipeline.InfraOf[Cluster](r, InfraCluster)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
