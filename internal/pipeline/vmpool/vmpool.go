@@ -16,6 +16,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 )
 
 // Step names, stable: they are stored in job step records.
@@ -182,8 +183,8 @@ type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
 // Pipeline is the vm_pool family's pipeline.
 type Pipeline struct {
-	resolve Resolver
-	poll    time.Duration
+	load steps.Loader[Config, Driver]
+	poll time.Duration
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
@@ -193,7 +194,7 @@ func New(resolve Resolver, poll time.Duration) *Pipeline {
 	if poll <= 0 {
 		poll = 10 * time.Second
 	}
-	return &Pipeline{resolve: resolve, poll: poll}
+	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: DecodeConfig, Resolve: resolve}, poll: poll}
 }
 
 // Family implements pipeline.Pipeline.
@@ -217,180 +218,95 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 // Steps implements pipeline.Pipeline: 7 steps, or 11 with a load balancer.
 func (p *Pipeline) Steps(j *job.Job) []pipeline.Step {
 	c, _ := DecodeConfig(j.Config)
-	steps := []pipeline.Step{
-		{Name: StepValidate, Do: p.validate},
-		{Name: StepNetwork, Do: p.network, Undo: p.undoNetwork},
-		{Name: StepIAM, Do: p.iam, Undo: p.undoIAM},
-		{Name: StepLaunchTemplate, Do: p.launchTemplate, Undo: p.undoLaunchTemplate},
-		{Name: StepVMs, Do: p.vms, Undo: p.undoVMs},
+	list := []pipeline.Step{
+		// The step checks the config only: the provider rule in Validate is for admission.
+		steps.Validate(StepValidate, steps.CheckConfig(DecodeConfig)),
+		steps.Network[Config, Driver, Network]{
+			Name: StepNetwork, Key: InfraNetwork, Load: p.load, Poll: p.poll,
+			Ensure: Driver.EnsureNetwork, Ready: func(n Network) bool { return n.Ready }, Delete: Driver.DeleteNetwork,
+		}.Step(),
+		steps.IAM[Config, Driver, map[string]string]{
+			Name: StepIAM, Key: InfraIAM, Load: p.load, Ensure: ensureInstanceProfile, Delete: Driver.DeleteIAM,
+		}.Step(),
+		p.step(StepLaunchTemplate, p.launchTemplate, p.undoLaunchTemplate),
+		p.step(StepVMs, p.vms, p.undoVMs),
 	}
 	if c.CreateLoadBalancer {
-		steps = append(steps,
-			pipeline.Step{Name: StepLoadBalancer, Do: p.loadBalancer, Undo: p.undoLoadBalancer},
-			pipeline.Step{Name: StepTargetGroup, Do: p.targetGroup, Undo: p.undoTargetGroup},
-			pipeline.Step{Name: StepListeners, Do: p.listeners, Undo: p.undoListeners},
-			pipeline.Step{Name: StepDNSRecord, Do: p.dnsRecord, Undo: p.undoDNSRecord},
+		list = append(list,
+			p.step(StepLoadBalancer, p.loadBalancer, p.undoLoadBalancer),
+			p.step(StepTargetGroup, p.targetGroup, p.undoTargetGroup),
+			p.step(StepListeners, p.listeners, p.undoListeners),
+			p.step(StepDNSRecord, p.dnsRecord, p.undoDNSRecord),
 		)
 	}
-	return append(steps,
+	return append(list,
 		pipeline.Step{Name: StepRegisterSpace, Do: p.registerSpace, Undo: p.undoRegisterSpace},
-		pipeline.Step{Name: StepFinalize, Do: p.finalize},
+		steps.Finalize(StepFinalize),
 	)
 }
 
-type state struct {
-	c Config
-	d Driver
+// step makes a step whose Do and Undo run with the job's config and driver.
+func (p *Pipeline) step(name string, do, undo func(context.Context, *pipeline.Run, Config, Driver) (pipeline.Result, error)) pipeline.Step {
+	return pipeline.Step{Name: name, Do: p.load.Do(do), Undo: p.load.Do(undo)}
 }
 
-func (p *Pipeline) load(ctx context.Context, r *pipeline.Run) (state, error) {
-	c, err := DecodeConfig(r.Job.Config)
+// ensureInstanceProfile records the profile as the reference's InfraConfig has it: an object,
+// not a bare name.
+func ensureInstanceProfile(d Driver, ctx context.Context, j *job.Job) (map[string]string, error) {
+	prof, err := d.EnsureIAM(ctx, j)
 	if err != nil {
-		return state{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+		return nil, err
 	}
-	d, err := p.resolve(ctx, r.Job)
-	if err != nil {
-		return state{}, err
-	}
-	return state{c: c, d: d}, nil
+	return map[string]string{"instanceProfile": prof}, nil
 }
 
-func must[T any](r *pipeline.Run, key string) (T, error) {
-	var v T
-	ok, err := r.Infra(key, &v)
-	if err != nil {
-		return v, fault.System(err)
-	}
-	if !ok {
-		return v, fault.System(fmt.Errorf("infra %q missing: an earlier step did not record it", key))
-	}
-	return v, nil
-}
-
-func (p *Pipeline) validate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, err := DecodeConfig(r.Job.Config)
-	if err == nil {
-		err = c.Validate()
-	}
-	if err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	return pipeline.Done(nil), nil
-}
-
-func (p *Pipeline) network(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
+func (p *Pipeline) launchTemplate(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	n, err := pipeline.InfraOf[Network](r, InfraNetwork)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	n, err := s.d.EnsureNetwork(ctx, r.Job, s.c)
+	iam, err := pipeline.InfraOf[map[string]string](r, InfraIAM)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !n.Ready {
-		return pipeline.Wait(p.poll, "waiting for the NAT gateway", map[string]any{InfraNetwork: n}), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: n}), nil
-}
-
-func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	done, err := s.d.DeleteNetwork(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if !done {
-		return pipeline.Wait(p.poll, "waiting for the NAT gateway to be deleted", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
-}
-
-func (p *Pipeline) iam(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	prof, err := s.d.EnsureIAM(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraIAM: map[string]string{"instanceProfile": prof}}), nil
-}
-
-func (p *Pipeline) undoIAM(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraIAM: nil}), s.d.DeleteIAM(ctx, r.Job)
-}
-
-func (p *Pipeline) launchTemplate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	n, err := must[Network](r, InfraNetwork)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	iam, err := must[map[string]string](r, InfraIAM)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	lt, err := s.d.EnsureLaunchTemplate(ctx, r.Job, s.c, n, iam["instanceProfile"])
+	lt, err := d.EnsureLaunchTemplate(ctx, r.Job, c, n, iam["instanceProfile"])
 	if err != nil {
 		return pipeline.Result{}, err
 	}
 	return pipeline.Done(map[string]any{InfraLaunchTemplate: lt}), nil
 }
 
-func (p *Pipeline) undoLaunchTemplate(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraLaunchTemplate: nil}), s.d.DeleteLaunchTemplate(ctx, r.Job)
+func (p *Pipeline) undoLaunchTemplate(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
+	return pipeline.Done(map[string]any{InfraLaunchTemplate: nil}), d.DeleteLaunchTemplate(ctx, r.Job)
 }
 
-func (p *Pipeline) vms(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
+func (p *Pipeline) vms(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	n, err := pipeline.InfraOf[Network](r, InfraNetwork)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	n, err := must[Network](r, InfraNetwork)
+	lt, err := pipeline.InfraOf[LaunchTemplate](r, InfraLaunchTemplate)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	lt, err := must[LaunchTemplate](r, InfraLaunchTemplate)
+	vms, err := d.EnsureVMs(ctx, r.Job, c, n, lt)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	vms, err := s.d.EnsureVMs(ctx, r.Job, s.c, n, lt)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	vms, ready, err := s.d.CheckBootstrap(ctx, vms)
+	vms, ready, err := d.CheckBootstrap(ctx, vms)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
 	infra := map[string]any{InfraVMs: vms}
-	if !ready || int32(len(vms)) < s.c.Desired {
-		return pipeline.Wait(p.poll, fmt.Sprintf("%d VMs, waiting for the bootstrap sentinel on all %d", len(vms), s.c.Desired), infra), nil
+	if !ready || int32(len(vms)) < c.Desired {
+		return pipeline.Wait(p.poll, fmt.Sprintf("%d VMs, waiting for the bootstrap sentinel on all %d", len(vms), c.Desired), infra), nil
 	}
-	infra[InfraBootstrapReady] = !s.c.Bare
+	infra[InfraBootstrapReady] = !c.Bare
 	return pipeline.Done(infra), nil
 }
 
-func (p *Pipeline) undoVMs(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	done, err := s.d.DeleteVMs(ctx, r.Job)
+func (p *Pipeline) undoVMs(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
+	done, err := d.DeleteVMs(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -400,20 +316,16 @@ func (p *Pipeline) undoVMs(ctx context.Context, r *pipeline.Run) (pipeline.Resul
 	return pipeline.Done(map[string]any{InfraVMs: nil}), nil
 }
 
-func (p *Pipeline) loadBalancer(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
+func (p *Pipeline) loadBalancer(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	n, err := pipeline.InfraOf[Network](r, InfraNetwork)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	n, err := must[Network](r, InfraNetwork)
+	lt, err := pipeline.InfraOf[LaunchTemplate](r, InfraLaunchTemplate)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	lt, err := must[LaunchTemplate](r, InfraLaunchTemplate)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	lb, err := s.d.EnsureLoadBalancer(ctx, r.Job, s.c, n, lt)
+	lb, err := d.EnsureLoadBalancer(ctx, r.Job, c, n, lt)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -423,71 +335,55 @@ func (p *Pipeline) loadBalancer(ctx context.Context, r *pipeline.Run) (pipeline.
 	return pipeline.Done(map[string]any{InfraLoadBalancer: lb}), nil
 }
 
-func (p *Pipeline) undoLoadBalancer(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraLoadBalancer: nil}), s.d.DeleteLoadBalancer(ctx, r.Job)
+func (p *Pipeline) undoLoadBalancer(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
+	return pipeline.Done(map[string]any{InfraLoadBalancer: nil}), d.DeleteLoadBalancer(ctx, r.Job)
 }
 
-func (p *Pipeline) targetGroup(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
+func (p *Pipeline) targetGroup(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	n, err := pipeline.InfraOf[Network](r, InfraNetwork)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	n, err := must[Network](r, InfraNetwork)
+	lb, err := pipeline.InfraOf[LoadBalancer](r, InfraLoadBalancer)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	lb, err := must[LoadBalancer](r, InfraLoadBalancer)
+	vms, err := pipeline.InfraOf[[]VM](r, InfraVMs)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	vms, err := must[[]VM](r, InfraVMs)
-	if err != nil {
+	if lb.TargetGroupID, err = d.EnsureTargetGroup(ctx, r.Job, c, n); err != nil {
 		return pipeline.Result{}, err
 	}
-	if lb.TargetGroupID, err = s.d.EnsureTargetGroup(ctx, r.Job, s.c, n); err != nil {
-		return pipeline.Result{}, err
-	}
-	if err := s.d.AttachLB(ctx, r.Job, s.c, lb.TargetGroupID, vms); err != nil {
+	if err := d.AttachLB(ctx, r.Job, c, lb.TargetGroupID, vms); err != nil {
 		return pipeline.Result{}, err
 	}
 	return pipeline.Done(map[string]any{InfraLoadBalancer: lb, InfraLBAttached: true}), nil
 }
 
 // undoTargetGroup detaches the pool first: the reference's teardown starts by detaching the LB.
-func (p *Pipeline) undoTargetGroup(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) undoTargetGroup(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	var lb LoadBalancer
 	var vms []VM
 	_, _ = r.Infra(InfraLoadBalancer, &lb)
 	_, _ = r.Infra(InfraVMs, &vms)
 	if lb.TargetGroupID != "" {
-		if err := s.d.DetachLB(ctx, r.Job, s.c, lb.TargetGroupID, vms); err != nil {
+		if err := d.DetachLB(ctx, r.Job, c, lb.TargetGroupID, vms); err != nil {
 			return pipeline.Result{}, err
 		}
 	}
-	if err := s.d.DeleteTargetGroup(ctx, r.Job); err != nil {
+	if err := d.DeleteTargetGroup(ctx, r.Job); err != nil {
 		return pipeline.Result{}, err
 	}
 	return pipeline.Done(map[string]any{InfraLBAttached: nil}), nil
 }
 
-func (p *Pipeline) listeners(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
+func (p *Pipeline) listeners(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	lb, err := pipeline.InfraOf[LoadBalancer](r, InfraLoadBalancer)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	lb, err := must[LoadBalancer](r, InfraLoadBalancer)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if lb, err = s.d.EnsureListeners(ctx, r.Job, s.c, lb); err != nil {
+	if lb, err = d.EnsureListeners(ctx, r.Job, c, lb); err != nil {
 		return pipeline.Result{}, err
 	}
 	res := pipeline.Done(map[string]any{InfraLoadBalancer: lb})
@@ -498,48 +394,36 @@ func (p *Pipeline) listeners(ctx context.Context, r *pipeline.Run) (pipeline.Res
 	return res, nil
 }
 
-func (p *Pipeline) undoListeners(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(nil), s.d.DeleteListeners(ctx, r.Job)
+func (p *Pipeline) undoListeners(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
+	return pipeline.Done(nil), d.DeleteListeners(ctx, r.Job)
 }
 
-func (p *Pipeline) dnsRecord(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	if s.c.ZoneID == "" || s.c.Domain == "" {
+func (p *Pipeline) dnsRecord(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
+	if c.ZoneID == "" || c.Domain == "" {
 		return pipeline.Skip("no DNS zone and domain given: reach the pool at the load balancer's DNS name"), nil
 	}
-	lb, err := must[LoadBalancer](r, InfraLoadBalancer)
+	lb, err := pipeline.InfraOf[LoadBalancer](r, InfraLoadBalancer)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if err := s.d.UpsertDNS(ctx, s.c.ZoneID, s.c.Domain, lb); err != nil {
+	if err := d.UpsertDNS(ctx, c.ZoneID, c.Domain, lb); err != nil {
 		return pipeline.Result{}, err
 	}
-	return pipeline.Done(map[string]any{InfraDNS: map[string]string{"zoneID": s.c.ZoneID, "name": s.c.Domain}}), nil
+	return pipeline.Done(map[string]any{InfraDNS: map[string]string{"zoneID": c.ZoneID, "name": c.Domain}}), nil
 }
 
-func (p *Pipeline) undoDNSRecord(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	s, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) undoDNSRecord(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
 	var rec map[string]string
 	if ok, _ := r.Infra(InfraDNS, &rec); !ok {
 		return pipeline.Skip("no DNS record was made"), nil
 	}
 	var lb LoadBalancer
 	_, _ = r.Infra(InfraLoadBalancer, &lb)
-	return pipeline.Done(map[string]any{InfraDNS: nil}), s.d.DeleteDNS(ctx, rec["zoneID"], rec["name"], lb)
+	return pipeline.Done(map[string]any{InfraDNS: nil}), d.DeleteDNS(ctx, rec["zoneID"], rec["name"], lb)
 }
 
 func (p *Pipeline) registerSpace(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	vms, err := must[[]VM](r, InfraVMs)
+	vms, err := pipeline.InfraOf[[]VM](r, InfraVMs)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -553,10 +437,6 @@ func (p *Pipeline) registerSpace(ctx context.Context, r *pipeline.Run) (pipeline
 
 func (p *Pipeline) undoRegisterSpace(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
 	return pipeline.Done(map[string]any{InfraSpace: nil}), nil
-}
-
-func (p *Pipeline) finalize(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	return pipeline.Done(nil), nil
 }
 
 // VM operations on a completed pool (PATCH /api/provisioning-jobs/{id} {"vmOp": ...}).
@@ -579,11 +459,11 @@ func (p *Pipeline) VMOp(ctx context.Context, j *job.Job, op string) (map[string]
 	if ok, err := r.Infra(InfraLoadBalancer, &lb); err != nil || !ok || lb.TargetGroupID == "" {
 		return nil, fault.UserAction(errors.New("the pool has no load balancer"), "NoLoadBalancer", "Create the pool with createLoadBalancer: true to attach a load balancer.", "")
 	}
-	vms, err := must[[]VM](r, InfraVMs)
+	vms, err := pipeline.InfraOf[[]VM](r, InfraVMs)
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.resolve(ctx, j)
+	d, err := p.load.Resolve(ctx, j)
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +486,7 @@ func (p *Pipeline) Resize(ctx context.Context, j *job.Job, min, max, desired int
 	if err := c.Validate(); err != nil {
 		return nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
 	}
-	d, err := p.resolve(ctx, j)
+	d, err := p.load.Resolve(ctx, j)
 	if err != nil {
 		return nil, err
 	}
