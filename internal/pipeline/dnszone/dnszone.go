@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 )
 
 // Step names and infra keys.
@@ -64,12 +64,14 @@ type Driver interface {
 type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
 // Pipeline is the dns_zone family's pipeline.
-type Pipeline struct{ resolve Resolver }
+type Pipeline struct{ load steps.Loader[Config, Driver] }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
 
 // New returns the pipeline.
-func New(resolve Resolver) *Pipeline { return &Pipeline{resolve: resolve} }
+func New(resolve Resolver) *Pipeline {
+	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: decode, Resolve: resolve}}
+}
 
 func (p *Pipeline) Family() job.Family      { return job.FamilyDNSZone }
 func (p *Pipeline) LeaseTTL() time.Duration { return 2 * time.Minute }
@@ -107,32 +109,14 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
-		{Name: StepValidate, Do: func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-			if err := p.Validate(ctx, r.Job); err != nil {
-				return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-			}
-			return pipeline.Done(nil), nil
-		}},
-		{Name: StepZone, Do: p.zone, Undo: p.undoZone},
-		{Name: StepRecords, Do: p.records, Undo: p.undoRecords},
-		{Name: StepFinalize, Do: func(context.Context, *pipeline.Run) (pipeline.Result, error) { return pipeline.Done(nil), nil }},
+		steps.Validate(StepValidate, p.Validate),
+		{Name: StepZone, Do: p.load.Do(p.zone), Undo: p.load.Do(p.undoZone)},
+		{Name: StepRecords, Do: p.load.Do(p.records), Undo: p.load.Do(p.undoRecords)},
+		steps.Finalize(StepFinalize),
 	}
 }
 
-func (p *Pipeline) load(ctx context.Context, r *pipeline.Run) (Config, Driver, error) {
-	c, err := decode(r.Job.Config)
-	if err != nil {
-		return c, nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.resolve(ctx, r.Job)
-	return c, d, err
-}
-
-func (p *Pipeline) zone(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) zone(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	z, err := d.EnsureZone(ctx, r.Job, c)
 	if err != nil {
 		return pipeline.Result{}, err
@@ -140,25 +124,17 @@ func (p *Pipeline) zone(ctx context.Context, r *pipeline.Run) (pipeline.Result, 
 	return pipeline.Done(map[string]any{InfraZone: z}), nil
 }
 
-func (p *Pipeline) undoZone(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) undoZone(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	return pipeline.Done(map[string]any{InfraZone: nil}), d.DeleteZone(ctx, r.Job, c.Name)
 }
 
-func (p *Pipeline) records(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) records(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	if len(c.Records) == 0 {
 		return pipeline.Skip("no records given"), nil
 	}
-	var z Zone
-	if ok, err := r.Infra(InfraZone, &z); err != nil || !ok {
-		return pipeline.Result{}, fault.System(fmt.Errorf("infra zone missing: %v", err))
+	z, err := pipeline.InfraOf[Zone](r, InfraZone)
+	if err != nil {
+		return pipeline.Result{}, err
 	}
 	for _, rec := range c.Records {
 		if err := d.UpsertRecord(ctx, z.ID, rec); err != nil {
@@ -168,11 +144,7 @@ func (p *Pipeline) records(ctx context.Context, r *pipeline.Run) (pipeline.Resul
 	return pipeline.Done(map[string]any{InfraRecords: len(c.Records)}), nil
 }
 
-func (p *Pipeline) undoRecords(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, d, err := p.load(ctx, r)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) undoRecords(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	var z Zone
 	if ok, _ := r.Infra(InfraZone, &z); !ok {
 		return pipeline.Skip("no zone recorded"), nil

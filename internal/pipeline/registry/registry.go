@@ -8,9 +8,9 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 )
 
 // Step names and infra keys.
@@ -46,12 +46,14 @@ type Driver interface {
 type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
 // Pipeline is the registry family's pipeline.
-type Pipeline struct{ resolve Resolver }
+type Pipeline struct{ load steps.Loader[Config, Driver] }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
 
 // New returns the pipeline.
-func New(resolve Resolver) *Pipeline { return &Pipeline{resolve: resolve} }
+func New(resolve Resolver) *Pipeline {
+	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: decode, Resolve: resolve}}
+}
 
 func (p *Pipeline) Family() job.Family      { return job.FamilyRegistry }
 func (p *Pipeline) LeaseTTL() time.Duration { return 2 * time.Minute }
@@ -77,26 +79,13 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
-		{Name: StepValidate, Do: func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-			if err := p.Validate(ctx, r.Job); err != nil {
-				return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-			}
-			return pipeline.Done(nil), nil
-		}},
-		{Name: StepRepository, Do: p.create, Undo: p.delete},
-		{Name: StepFinalize, Do: func(context.Context, *pipeline.Run) (pipeline.Result, error) { return pipeline.Done(nil), nil }},
+		steps.Validate(StepValidate, p.Validate),
+		{Name: StepRepository, Do: p.load.Do(p.create), Undo: p.load.Do(p.delete)},
+		steps.Finalize(StepFinalize),
 	}
 }
 
-func (p *Pipeline) create(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, err := decode(r.Job.Config)
-	if err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.resolve(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) create(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	repo, err := d.EnsureRepository(ctx, r.Job, c)
 	if err != nil {
 		return pipeline.Result{}, err
@@ -104,14 +93,6 @@ func (p *Pipeline) create(ctx context.Context, r *pipeline.Run) (pipeline.Result
 	return pipeline.Done(map[string]any{InfraRepository: repo}), nil
 }
 
-func (p *Pipeline) delete(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, err := decode(r.Job.Config)
-	if err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.resolve(ctx, r.Job)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
+func (p *Pipeline) delete(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	return pipeline.Done(map[string]any{InfraRepository: nil}), d.DeleteRepository(ctx, r.Job, c.Name)
 }
