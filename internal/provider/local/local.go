@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/fault"
@@ -239,6 +240,11 @@ func (p *Provider) Ensure(ctx context.Context, spec ServerSpec) (Server, error) 
 		if st, err = p.initialise(ctx, dir, spec, bins); err != nil {
 			return Server{}, err
 		}
+	}
+	// A server that died may leave helpers that still hold its data dir (PostgreSQL's shared
+	// memory); a new server started over them refuses to run.
+	if !waitGone(ctx, filepath.Join(dir, "data"), 15*time.Second) {
+		return Server{}, fault.Transientf("processes of the previous %s server of job %s have not exited yet", spec.Engine, spec.JobID)
 	}
 	pid, err := p.start(ctx, dir, spec, st, bins)
 	if err != nil {

@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,7 +62,14 @@ func TestServerLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			localtest.WaitGone(t, s.PID)
+			// A killed PostgreSQL leaves its helpers running for a moment; one stands in here,
+			// deterministically, as a process titled like them in the data dir. It must be
+			// neither taken for the server nor started over.
+			helper := lingeringHelper(t, filepath.Join(s.Dir, "data"), "postgres: checkpointer ")
 			revived, err := p2.Ensure(ctx, spec)
+			if localtest.Alive(helper) {
+				t.Fatalf("Ensure started a server while the old server's helper (pid %d) was still in its data dir", helper)
+			}
 			if err != nil {
 				t.Fatalf("Ensure after kill: %v", err)
 			}
@@ -161,4 +169,20 @@ func TestVersionMatching(t *testing.T) {
 			t.Errorf("version %q refused although %s is installed: %v", v, s.Version, err)
 		}
 	}
+}
+
+// lingeringHelper runs a short-lived process in dir whose command line reads title, as a
+// server's helper process does, and reaps it when it exits.
+func lingeringHelper(t *testing.T, dir, title string) int {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := &exec.Cmd{Path: sleep, Args: []string{title, "1"}, Dir: dir}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return cmd.Process.Pid
 }

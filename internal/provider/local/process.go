@@ -23,32 +23,60 @@ import (
 // findServer returns the pid of the live server whose working directory is dataDir (every
 // engine's server chdirs into its data dir, and that survives process-title rewriting, unlike
 // the command line). hint is checked first; otherwise /proc is scanned, which also finds a
-// server started by a Groundwork that crashed before recording its pid.
+// server started by a Groundwork that crashed before recording its pid. Helper processes in
+// the same directory are never taken for the server: after a server is killed, PostgreSQL's
+// backends outlive it for a moment, and one of them taken for the server made Ensure "reuse"
+// a process that was about to exit.
 func findServer(dataDir string, hint int) int {
-	if hint > 0 && cwdIs(hint, dataDir) {
+	if hint > 0 && cwdIs(hint, dataDir) && isServer(hint) {
 		return hint
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	var matches []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if cwdIs(pid, dataDir) {
+	for _, pid := range procsIn(dataDir) {
+		if isServer(pid) {
 			matches = append(matches, pid)
 		}
 	}
-	// PostgreSQL's children share the data dir; the server is the one whose parent is not.
 	for _, pid := range matches {
 		if ppid := parentOf(pid); !contains(matches, ppid) {
 			return pid
 		}
 	}
 	return 0
+}
+
+// procsIn lists the live processes working in dir: a server and any helpers it forked.
+func procsIn(dir string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && cwdIs(pid, dir) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// isServer reports whether pid runs one of the server programs Groundwork starts, judged by
+// the first word of its command line: PostgreSQL's helpers retitle themselves
+// "postgres: checkpointer" and the like, redis's save children "redis-rdb-bgsave", while the
+// servers keep their program's path there.
+func isServer(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(b), "\x00")
+	if f := strings.Fields(first); len(f) > 0 {
+		switch filepath.Base(f[0]) {
+		case "postgres", "mariadbd", "mysqld", "redis-server":
+			return true
+		}
+	}
+	return false
 }
 
 func contains(xs []int, x int) bool {
@@ -332,11 +360,12 @@ func stopServer(ctx context.Context, dataDir string, st state) error {
 	return fault.Transientf("server pid %d did not stop", pid)
 }
 
-// waitGone polls until no live process works in dataDir, or the deadline passes.
+// waitGone polls until no live process works in dataDir (the server and its helpers), or the
+// deadline passes.
 func waitGone(ctx context.Context, dataDir string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if findServer(dataDir, 0) == 0 {
+		if len(procsIn(dataDir)) == 0 {
 			return true
 		}
 		select {
@@ -345,5 +374,5 @@ func waitGone(ctx context.Context, dataDir string, d time.Duration) bool {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return findServer(dataDir, 0) == 0
+	return len(procsIn(dataDir)) == 0
 }
