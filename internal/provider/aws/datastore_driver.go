@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
@@ -122,8 +123,13 @@ func (d DatastoreDriver) Status(ctx context.Context, p dspipe.StatusParams) (dsp
 	return dspipe.ServerStatus{Ready: st.Ready, Message: fmt.Sprintf("%s is %s", st.ID, st.Status)}, nil
 }
 
-// Delete implements dspipe.Servers. The interface has no "call again", so a server still being
-// deleted is a transient error: the engine retries with backoff until it is gone.
+// ErrStillDeleting says a datastore's server or network is being deleted and is not gone yet
+// (an RDS instance takes minutes). dspipe.Servers and dspipe.Network have no "call again", so
+// Delete returns it as a transient fault; the server wires the undo steps to wait and look
+// again on it, since the engine's few transient retries would give up long before AWS is done.
+var ErrStillDeleting = errors.New("still being deleted")
+
+// Delete implements dspipe.Servers; a server not gone yet is ErrStillDeleting.
 func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) error {
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
@@ -134,7 +140,7 @@ func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) erro
 		return err
 	}
 	if !done {
-		return fault.Transientf("datastore of %s is still being deleted", p.JobID)
+		return fault.Transient(fmt.Errorf("datastore of %s: %w", p.JobID, ErrStillDeleting))
 	}
 	return nil
 }
@@ -151,7 +157,8 @@ func (d DatastoreNetwork) Ensure(ctx context.Context, p dspipe.NetworkParams) (m
 	return map[string]any{"provider": "aws", "subnetIDs": pl.SubnetIDs}, nil
 }
 
-// Delete implements dspipe.Network: the job's own network, if it made one.
+// Delete implements dspipe.Network: the job's own network, if it made one; a network not gone
+// yet is ErrStillDeleting.
 func (d DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) error {
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
@@ -162,7 +169,7 @@ func (d DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) er
 		return err
 	}
 	if !done {
-		return fault.Transientf("network of %s is still being deleted", p.JobID)
+		return fault.Transient(fmt.Errorf("network of %s: %w", p.JobID, ErrStillDeleting))
 	}
 	return nil
 }
