@@ -23,7 +23,10 @@ type revealAnswer struct {
 // or connections holds. The secret store itself knows no orgs, so the reference is resolved to
 // its job first: a reference of another org, or one nothing names, is 404 whatever the caller
 // may do. The reveal is audited (the reference, never the value) in the transaction that
-// resolved it, so no value leaves without its entry on the record.
+// resolved it, and the value is read once that has committed, so no value leaves without its
+// entry on the record. Reading it outside the transaction matters: a secret store may need the
+// job store itself (Secrets Manager of the job's cloud account), which SQLite's one connection,
+// held by the transaction, would never give it.
 func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req revealRequest
 	if pr := decode(r, &req); pr != nil {
@@ -55,9 +58,11 @@ func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Princip
 			return problem(http.StatusForbidden, "this needs the secret:reveal permission on job "+jobID)
 		}
 		e.Metadata, _ = json.Marshal(map[string]any{"jobID": jobID})
-		value, err = s.cfg.Secrets.Get(ctx, req.Ref)
-		return err
+		return nil
 	})
+	if err == nil {
+		value, err = s.cfg.Secrets.Get(ctx, req.Ref)
+	}
 	switch {
 	case errors.Is(err, datastore.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, secrets.ErrNotFound):
 		return problem(http.StatusNotFound, "secret not found", FieldError{Field: "ref", Rule: "exists", Message: "no secret " + req.Ref + " in your organisation"})

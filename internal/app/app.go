@@ -116,6 +116,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// An AWS datastore job's credentials go to its account's Secrets Manager, all else stays local.
+	sec = awsDatastoreSecrets{local: sec, aws: newAWSParts(o.AWS, st, sec)}
 	dsp, err := wireDatastores(o, st, sec)
 	if err != nil {
 		return err
