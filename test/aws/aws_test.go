@@ -11,11 +11,15 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/elasticache"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/aws-sdk-go-v2/service/rds"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/app"
@@ -40,6 +44,8 @@ type env struct {
 	s     *apptest.Server
 	space *store.Space
 	p     *awsp.Provider
+	// dataDir is the server's data dir (job store, local secret store), when the test made it.
+	dataDir string
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -51,12 +57,16 @@ func testCtx(t *testing.T) context.Context {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	endpoint := motoEnv.Endpoint(t)
-	s := apptest.Start(t, app.Options{PollInterval: 100 * time.Millisecond, AWS: app.AWSOptions{
-		Poll: 100 * time.Millisecond,
-		// moto runs no command on its instances, so the SSM probe would never see the sentinel.
-		Probe: func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
-	}})
-	return newEnvOn(t, s, endpoint, true)
+	dataDir := t.TempDir()
+	s := apptest.Start(t, app.Options{DataDir: dataDir, PollInterval: 100 * time.Millisecond,
+		Datastores: app.DatastoreOptions{Poll: 100 * time.Millisecond}, AWS: app.AWSOptions{
+			Poll: 100 * time.Millisecond,
+			// moto runs no command on its instances, so the SSM probe would never see the sentinel.
+			Probe: func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
+		}})
+	e := newEnvOn(t, s, endpoint, true)
+	e.dataDir = dataDir
+	return e
 }
 
 // newEnvOn makes the account and space on s. With inAccount the account's config names the
@@ -132,7 +142,9 @@ func (e *env) teardown(t *testing.T, id string) {
 }
 
 // leftovers counts what is left of the job in moto: EC2 by the job's tags, and the account's
-// ECR repositories, load balancers and target groups (the account is the test's own).
+// ECR repositories, load balancers, target groups, hosted zones, EKS clusters, RDS instances
+// and subnet groups, ElastiCache clusters, replication groups and subnet groups, and Secrets
+// Manager secrets not scheduled for deletion (the account is the test's own).
 func (e *env) leftovers(t *testing.T, j *job.Job) map[string]int {
 	t.Helper()
 	ctx := testCtx(t)
@@ -176,7 +188,67 @@ func (e *env) leftovers(t *testing.T, j *job.Job) map[string]int {
 	if n := len(clusters.Clusters); n > 0 {
 		out["eks-cluster"] = n
 	}
+	for kind, n := range e.datastoreLeftovers(t) {
+		out[kind] = n
+	}
 	return out
+}
+
+// datastoreLeftovers counts the account's RDS and ElastiCache resources and its live secrets.
+func (e *env) datastoreLeftovers(t *testing.T) map[string]int {
+	t.Helper()
+	ctx := testCtx(t)
+	out := map[string]int{}
+	add := func(kind string, n int, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("count %s: %v", kind, err)
+		}
+		if n > 0 {
+			out[kind] = n
+		}
+	}
+	rc := rds.NewFromConfig(e.p.Config())
+	dbs, err := rc.DescribeDBInstances(ctx, &rds.DescribeDBInstancesInput{})
+	add("rds-instance", lenOr(dbs, func(o *rds.DescribeDBInstancesOutput) int { return len(o.DBInstances) }), err)
+	sgs, err := rc.DescribeDBSubnetGroups(ctx, &rds.DescribeDBSubnetGroupsInput{})
+	add("db-subnet-group", lenOr(sgs, func(o *rds.DescribeDBSubnetGroupsOutput) int { return len(o.DBSubnetGroups) }), err)
+	ec := elasticache.NewFromConfig(e.p.Config())
+	ccs, err := ec.DescribeCacheClusters(ctx, &elasticache.DescribeCacheClustersInput{})
+	add("cache-cluster", lenOr(ccs, func(o *elasticache.DescribeCacheClustersOutput) int { return len(o.CacheClusters) }), err)
+	rgs, err := ec.DescribeReplicationGroups(ctx, &elasticache.DescribeReplicationGroupsInput{})
+	add("replication-group", lenOr(rgs, func(o *elasticache.DescribeReplicationGroupsOutput) int { return len(o.ReplicationGroups) }), err)
+	csg, err := ec.DescribeCacheSubnetGroups(ctx, &elasticache.DescribeCacheSubnetGroupsInput{})
+	n := 0
+	if err == nil {
+		for _, g := range csg.CacheSubnetGroups {
+			// Every account has a "default" cache subnet group nobody made.
+			if awssdk.ToString(g.CacheSubnetGroupName) != "default" {
+				n++
+			}
+		}
+	}
+	add("cache-subnet-group", n, err)
+	// ListSecrets leaves out secrets scheduled for deletion unless asked; DeletedDate is checked
+	// as well so a recoverable secret never counts as gone nor as left.
+	secs, err := secretsmanager.NewFromConfig(e.p.Config()).ListSecrets(ctx, &secretsmanager.ListSecretsInput{})
+	n = 0
+	if err == nil {
+		for _, s := range secs.SecretList {
+			if s.DeletedDate == nil {
+				n++
+			}
+		}
+	}
+	add("secret", n, err)
+	return out
+}
+
+func lenOr[T any](out *T, n func(*T) int) int {
+	if out == nil {
+		return 0
+	}
+	return n(out)
 }
 
 func stepCounts(j *job.Job) (done, skipped int) {
@@ -198,14 +270,31 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 	cases := map[string]struct {
 		kind, config string
 		steps        int
-		made         string // a leftovers kind the job must have made
+		made         []string // leftovers kinds the job must have made
+		// check, if set, judges the completed job further.
+		check func(t *testing.T, e *env, j *job.Job)
+		// teardown, if set, replaces DELETE-then-nothing-left: moto cannot finish every delete.
+		teardown func(t *testing.T, e *env, j *job.Job)
 	}{
-		"registry":               {kind: "registry", config: `{"name":"team-images"}`, made: "ecr-repository"},
-		"network":                {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: "vpc"},
-		"dns_zone":               {kind: "dns_zone", config: `{"domain":"shop.example.com"}`, made: "hosted-zone"},
-		"kubernetes (reference)": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":2,"max":6}]}`, steps: 0, made: "eks-cluster"},
-		"vm_pool without LB":     {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`, steps: 7, made: "instance"},
-		"vm_pool with LB (ref.)": {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`, steps: 11, made: "load-balancer"},
+		"registry":               {kind: "registry", config: `{"name":"team-images"}`, made: []string{"ecr-repository"}},
+		"network":                {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: []string{"vpc"}},
+		"dns_zone":               {kind: "dns_zone", config: `{"domain":"shop.example.com"}`, made: []string{"hosted-zone"}},
+		"kubernetes (reference)": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":2,"max":6}]}`, steps: 0, made: []string{"eks-cluster"}},
+		"vm_pool without LB":     {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1}`, steps: 7, made: []string{"instance"}},
+		"vm_pool with LB (ref.)": {kind: "vm_pool", config: `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`, steps: 11, made: []string{"load-balancer"}},
+		"datastore postgres (reference)": {kind: "datastore", steps: 7,
+			config: `{"engine":"postgres","version":"16.3","instanceClass":"db.t3.medium","allocatedStorageGB":50,"multiAZ":true,"backupRetentionDays":7}`,
+			made:   []string{"rds-instance", "db-subnet-group", "secret", "vpc", "subnet"},
+			check:  checkDatastore(rdsWant{class: "db.t3.medium", storage: 50, multiAZ: true, backup: 7, version: "16.3"})},
+		"datastore mysql": {kind: "datastore", steps: 7,
+			config: `{"engine":"mysql","version":"8.0.35","instanceClass":"db.t3.small","allocatedStorageGB":20,"backupRetentionDays":3}`,
+			made:   []string{"rds-instance", "db-subnet-group", "secret", "vpc", "subnet"},
+			check:  checkDatastore(rdsWant{class: "db.t3.small", storage: 20, backup: 3, version: "8.0.35"})},
+		"datastore redis": {kind: "datastore", steps: 7,
+			config:   `{"engine":"redis","version":"7.1","instanceClass":"cache.t3.micro","multiAZ":true,"backupRetentionDays":1}`,
+			made:     []string{"replication-group", "cache-subnet-group", "secret", "vpc", "subnet"},
+			check:    checkDatastore(rdsWant{class: "cache.t3.micro", multiAZ: true, backup: 1, version: "7.1"}),
+			teardown: redisTeardownWaits},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -217,12 +306,22 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 			if tc.steps > 0 && (len(j.Steps) != tc.steps || done+skipped != tc.steps) {
 				t.Fatalf("%d steps (%d done, %d skipped), want %d all completed", len(j.Steps), done, skipped, tc.steps)
 			}
-			if left := e.leftovers(t, j); left[tc.made] == 0 {
-				t.Fatalf("after create, moto holds %v; want a %s", left, tc.made)
+			left := e.leftovers(t, j)
+			for _, kind := range tc.made {
+				if left[kind] == 0 {
+					t.Fatalf("after create, moto holds %v; want a %s", left, kind)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, e, j)
 			}
 			clusterSpace := ""
 			if tc.kind == "kubernetes" {
 				clusterSpace = checkClusterSpace(t, e, j)
+			}
+			if tc.teardown != nil {
+				tc.teardown(t, e, j)
+				return
 			}
 			e.teardown(t, j.ID)
 			if left := e.leftovers(t, j); len(left) > 0 {
