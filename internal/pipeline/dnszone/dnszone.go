@@ -110,22 +110,14 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
 		steps.Validate(StepValidate, p.Validate),
-		{Name: StepZone, Do: p.load.Do(p.zone), Undo: p.load.Do(p.undoZone)},
+		steps.Resource[Config, Driver, Zone]{Name: StepZone, Key: InfraZone, Load: p.load, Ensure: Driver.EnsureZone, Delete: deleteZone}.Step(),
 		{Name: StepRecords, Do: p.load.Do(p.records), Undo: p.load.Do(p.undoRecords)},
 		steps.Finalize(StepFinalize),
 	}
 }
 
-func (p *Pipeline) zone(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
-	z, err := d.EnsureZone(ctx, r.Job, c)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraZone: z}), nil
-}
-
-func (p *Pipeline) undoZone(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
-	return pipeline.Done(map[string]any{InfraZone: nil}), d.DeleteZone(ctx, r.Job, c.Name)
+func deleteZone(d Driver, ctx context.Context, j *job.Job, c Config) error {
+	return d.DeleteZone(ctx, j, c.Name)
 }
 
 func (p *Pipeline) records(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {

@@ -171,13 +171,8 @@ func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
 		steps.Validate(StepValidate, p.Validate),
-		steps.Network[Config, Driver, Network]{
-			Name: StepNetwork, Key: InfraNetwork, Load: p.load, Poll: p.poll,
-			Ensure: Driver.EnsureNetwork, Ready: func(n Network) bool { return n.Ready }, Delete: Driver.DeleteNetwork,
-		}.Step(),
-		steps.IAM[Config, Driver, Roles]{
-			Name: StepIAM, Key: InfraIAM, Load: p.load, Ensure: Driver.EnsureRoles, Delete: Driver.DeleteRoles,
-		}.Step(),
+		steps.Network(StepNetwork, InfraNetwork, p.load, p.poll, func(n Network) bool { return n.Ready }),
+		steps.IAM(StepIAM, InfraIAM, p.load, Driver.EnsureRoles, Driver.DeleteRoles),
 		{Name: StepCluster, Do: p.load.Do(p.cluster), Undo: p.load.Do(p.undoCluster)},
 		{Name: StepComponents, Do: p.bootstrap},
 		{Name: StepRegister, Do: p.register, Undo: p.unregister},
@@ -198,10 +193,7 @@ func (p *Pipeline) cluster(ctx context.Context, r *pipeline.Run, c Config, d Dri
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !cl.Ready {
-		return pipeline.Wait(p.poll, "waiting for the control plane and node groups", map[string]any{InfraCluster: cl}), nil
-	}
-	return pipeline.Done(map[string]any{InfraCluster: cl}), nil
+	return steps.Ensured(InfraCluster, cl, cl.Ready, p.poll, "waiting for the control plane and node groups"), nil
 }
 
 func (p *Pipeline) undoCluster(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
@@ -209,10 +201,7 @@ func (p *Pipeline) undoCluster(ctx context.Context, r *pipeline.Run, c Config, d
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !done {
-		return pipeline.Wait(p.poll, "waiting for the node groups and control plane to be deleted", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraCluster: nil}), nil
+	return steps.Gone(InfraCluster, done, p.poll, "waiting for the node groups and control plane to be deleted"), nil
 }
 
 func (p *Pipeline) bootstrap(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {

@@ -122,10 +122,7 @@ func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
 		steps.Validate(StepValidate, p.Validate),
-		steps.Network[Config, Driver, Result]{
-			Name: StepNetwork, Key: InfraNetwork, Load: p.load, Poll: p.poll,
-			Ensure: Driver.EnsureNetwork, Ready: func(n Result) bool { return n.Ready }, Delete: Driver.DeleteNetwork,
-		}.Step(),
+		steps.Network(StepNetwork, InfraNetwork, p.load, p.poll, func(n Result) bool { return n.Ready }),
 		{Name: StepPeering, Do: p.load.Do(p.peering), Undo: p.load.Do(p.undoPeering)},
 		steps.Finalize(StepFinalize),
 	}

@@ -80,19 +80,13 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
 		steps.Validate(StepValidate, p.Validate),
-		{Name: StepRepository, Do: p.load.Do(p.create), Undo: p.load.Do(p.delete)},
+		steps.Resource[Config, Driver, Repository]{
+			Name: StepRepository, Key: InfraRepository, Load: p.load, Ensure: Driver.EnsureRepository, Delete: deleteRepository,
+		}.Step(),
 		steps.Finalize(StepFinalize),
 	}
 }
 
-func (p *Pipeline) create(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
-	repo, err := d.EnsureRepository(ctx, r.Job, c)
-	if err != nil {
-		return pipeline.Result{}, err
-	}
-	return pipeline.Done(map[string]any{InfraRepository: repo}), nil
-}
-
-func (p *Pipeline) delete(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
-	return pipeline.Done(map[string]any{InfraRepository: nil}), d.DeleteRepository(ctx, r.Job, c.Name)
+func deleteRepository(d Driver, ctx context.Context, j *job.Job, c Config) error {
+	return d.DeleteRepository(ctx, j, c.Name)
 }

@@ -1,7 +1,8 @@
 // Package steps holds the steps that several driver-backed families (network, kubernetes,
 // vm_pool, dns_zone, registry) run alike, written once: load config and driver, validate,
-// create network, create IAM, finalize. Each family keeps its own Driver interface, step names
-// and infra keys and passes them in, so stored jobs resume against the same names.
+// create network, create IAM or another one-call resource, finalize, and the results of
+// ensure/delete calls that take a while. Each family keeps its own Driver interface, step
+// names and infra keys and passes them in, so stored jobs resume against the same names.
 package steps
 
 import (
@@ -86,74 +87,95 @@ func Finalize(name string) pipeline.Step {
 	}}
 }
 
-// Network is the create-network step of a family whose driver builds a network N from the
-// family's config C (a NAT gateway takes minutes, so Ready may be false for a while).
-type Network[C, D, N any] struct {
-	Name string // the family's step name
-	Key  string // the infra key N is recorded under
-	Load Loader[C, D]
-	Poll time.Duration // how long to wait between looks
-
-	Ensure func(d D, ctx context.Context, j *job.Job, c C) (N, error)
-	Ready  func(n N) bool
-	Delete func(d D, ctx context.Context, j *job.Job) (done bool, err error)
+// Ensured is the result of an ensure call for a thing that takes a while to come up: done with
+// v under key once ready, else a wait that records v so far, so that what exists is on record
+// before the worker lets go.
+func Ensured(key string, v any, ready bool, poll time.Duration, waiting string) pipeline.Result {
+	if !ready {
+		return pipeline.Wait(poll, waiting, map[string]any{key: v})
+	}
+	return pipeline.Done(map[string]any{key: v})
 }
 
-// Step returns the step: Do ensures the network and waits while it is not ready, recording it
-// under Key each time so that what exists is on record before the worker lets go; Undo deletes
-// it, waits until it is gone, then clears Key.
-func (s Network[C, D, N]) Step() pipeline.Step {
+// Gone is the result of a delete call that may still be under way: a wait while it is not
+// done, then done with key cleared.
+func Gone(key string, done bool, poll time.Duration, waiting string) pipeline.Result {
+	if !done {
+		return pipeline.Wait(poll, waiting, nil)
+	}
+	return pipeline.Done(map[string]any{key: nil})
+}
+
+// NetworkDriver is the part of a family's driver that the network step calls: it builds the
+// family's network N from its config C (a NAT gateway takes minutes, so N may not be ready
+// yet) and deletes it, reporting when it is gone.
+type NetworkDriver[C, N any] interface {
+	EnsureNetwork(ctx context.Context, j *job.Job, c C) (N, error)
+	DeleteNetwork(ctx context.Context, j *job.Job) (done bool, err error)
+}
+
+// Network is the create-network step, under the family's step name and infra key: Do ensures
+// the network and waits, polling, while ready says it is not; Undo deletes it and waits until it
+// is gone, then clears key.
+func Network[C, N any, D NetworkDriver[C, N]](name, key string, load Loader[C, D], poll time.Duration, ready func(N) bool) pipeline.Step {
+	return pipeline.Step{
+		Name: name,
+		Do: load.Do(func(ctx context.Context, r *pipeline.Run, c C, d D) (pipeline.Result, error) {
+			n, err := d.EnsureNetwork(ctx, r.Job, c)
+			if err != nil {
+				return pipeline.Result{}, err
+			}
+			return Ensured(key, n, ready(n), poll, "waiting for the NAT gateway"), nil
+		}),
+		Undo: load.Do(func(ctx context.Context, r *pipeline.Run, _ C, d D) (pipeline.Result, error) {
+			done, err := d.DeleteNetwork(ctx, r.Job)
+			if err != nil {
+				return pipeline.Result{}, err
+			}
+			return Gone(key, done, poll, "waiting for the NAT gateway to be deleted"), nil
+		}),
+	}
+}
+
+// Resource is a step that makes one thing T in a single driver call and records it under Key;
+// Undo deletes it and clears Key.
+type Resource[C, D, T any] struct {
+	Name string // the family's step name
+	Key  string // the infra key T is recorded under
+	Load Loader[C, D]
+
+	Ensure func(d D, ctx context.Context, j *job.Job, c C) (T, error)
+	Delete func(d D, ctx context.Context, j *job.Job, c C) error
+}
+
+// Step returns the step. Undo returns Key cleared together with the delete's error: the engine
+// drops the result of a step that errs, so Key stays on record until a delete succeeds.
+func (s Resource[C, D, T]) Step() pipeline.Step {
 	return pipeline.Step{
 		Name: s.Name,
 		Do: s.Load.Do(func(ctx context.Context, r *pipeline.Run, c C, d D) (pipeline.Result, error) {
-			n, err := s.Ensure(d, ctx, r.Job, c)
+			v, err := s.Ensure(d, ctx, r.Job, c)
 			if err != nil {
 				return pipeline.Result{}, err
 			}
-			if !s.Ready(n) {
-				return pipeline.Wait(s.Poll, "waiting for the NAT gateway", map[string]any{s.Key: n}), nil
-			}
-			return pipeline.Done(map[string]any{s.Key: n}), nil
+			return pipeline.Done(map[string]any{s.Key: v}), nil
 		}),
-		Undo: s.Load.Do(func(ctx context.Context, r *pipeline.Run, _ C, d D) (pipeline.Result, error) {
-			done, err := s.Delete(d, ctx, r.Job)
-			if err != nil {
-				return pipeline.Result{}, err
-			}
-			if !done {
-				return pipeline.Wait(s.Poll, "waiting for the NAT gateway to be deleted", nil), nil
-			}
-			return pipeline.Done(map[string]any{s.Key: nil}), nil
+		Undo: s.Load.Do(func(ctx context.Context, r *pipeline.Run, c C, d D) (pipeline.Result, error) {
+			return pipeline.Done(map[string]any{s.Key: nil}), s.Delete(d, ctx, r.Job, c)
 		}),
 	}
 }
 
-// IAM is the create-IAM step of a family whose driver makes its roles (or instance profile)
-// R for the job in one call.
-type IAM[C, D, R any] struct {
-	Name string // the family's step name
-	Key  string // the infra key R is recorded under
-	Load Loader[C, D]
-
-	Ensure func(d D, ctx context.Context, j *job.Job) (R, error)
-	Delete func(d D, ctx context.Context, j *job.Job) error
-}
-
-// Step returns the step: Do ensures the roles and records them under Key; Undo deletes them
-// and clears Key. The config is loaded though unused so that a job whose config no longer
-// decodes fails here as it does in every other step.
-func (s IAM[C, D, R]) Step() pipeline.Step {
-	return pipeline.Step{
-		Name: s.Name,
-		Do: s.Load.Do(func(ctx context.Context, r *pipeline.Run, _ C, d D) (pipeline.Result, error) {
-			roles, err := s.Ensure(d, ctx, r.Job)
-			if err != nil {
-				return pipeline.Result{}, err
-			}
-			return pipeline.Done(map[string]any{s.Key: roles}), nil
-		}),
-		Undo: s.Load.Do(func(ctx context.Context, r *pipeline.Run, _ C, d D) (pipeline.Result, error) {
-			return pipeline.Done(map[string]any{s.Key: nil}), s.Delete(d, ctx, r.Job)
-		}),
-	}
+// IAM is the create-IAM step: the family's roles (or instance profile) R, made for the job
+// alone, so the config is loaded but not passed; loading it still fails a job whose config no
+// longer decodes, as every other step does.
+func IAM[C, D, R any](name, key string, load Loader[C, D],
+	ensure func(d D, ctx context.Context, j *job.Job) (R, error),
+	remove func(d D, ctx context.Context, j *job.Job) error,
+) pipeline.Step {
+	return Resource[C, D, R]{
+		Name: name, Key: key, Load: load,
+		Ensure: func(d D, ctx context.Context, j *job.Job, _ C) (R, error) { return ensure(d, ctx, j) },
+		Delete: func(d D, ctx context.Context, j *job.Job, _ C) error { return remove(d, ctx, j) },
+	}.Step()
 }

@@ -58,6 +58,18 @@ func (d *driver) DeleteNetwork(context.Context, *job.Job) (bool, error) {
 	return d.gone, d.err
 }
 
+func (d *driver) EnsureThing(_ context.Context, _ *job.Job, c config) (string, error) {
+	d.calls++
+	d.gotName = c.Name
+	return "thing-" + c.Name, d.err
+}
+
+func (d *driver) DeleteThing(_ context.Context, _ *job.Job, c config) error {
+	d.calls++
+	d.gotName = c.Name
+	return d.err
+}
+
 func (d *driver) EnsureRoles(context.Context, *job.Job) (string, error) {
 	d.calls++
 	return d.roles, d.err
@@ -90,15 +102,16 @@ func loader(d *driver) steps.Loader[config, *driver] {
 }
 
 func networkStep(d *driver) pipeline.Step {
-	return steps.Network[config, *driver, network]{
-		Name: "create_network", Key: "network", Load: loader(d), Poll: poll,
-		Ensure: (*driver).EnsureNetwork, Ready: func(n network) bool { return n.Ready }, Delete: (*driver).DeleteNetwork,
-	}.Step()
+	return steps.Network("create_network", "network", loader(d), poll, func(n network) bool { return n.Ready })
 }
 
 func iamStep(d *driver) pipeline.Step {
-	return steps.IAM[config, *driver, string]{
-		Name: "create_iam", Key: "iam", Load: loader(d), Ensure: (*driver).EnsureRoles, Delete: (*driver).DeleteRoles,
+	return steps.IAM("create_iam", "iam", loader(d), (*driver).EnsureRoles, (*driver).DeleteRoles)
+}
+
+func resourceStep(d *driver) pipeline.Step {
+	return steps.Resource[config, *driver, string]{
+		Name: "create_thing", Key: "thing", Load: loader(d), Ensure: (*driver).EnsureThing, Delete: (*driver).DeleteThing,
 	}.Step()
 }
 
@@ -115,6 +128,7 @@ type stepCase struct {
 	wantCode  string
 	wantErr   error // the driver's error, which must come back unwrapped from the chain
 	wantCalls int
+	wantName  string // the config name the driver must have been given, if it takes the config
 }
 
 func TestSharedSteps(t *testing.T) {
@@ -124,11 +138,11 @@ func TestSharedSteps(t *testing.T) {
 	cases := map[string]stepCase{
 		"network ready: done with the network recorded": {
 			step: networkStep, driver: driver{net: network{VPCID: "vpc-1", Ready: true}},
-			want: pipeline.OutcomeDone, wantInfra: `{"iam":"arn:old","network":{"vpcID":"vpc-1","ready":true},"other":1}`, wantCalls: 1,
+			want: pipeline.OutcomeDone, wantInfra: `{"iam":"arn:old","network":{"vpcID":"vpc-1","ready":true},"other":1}`, wantCalls: 1, wantName: "edge",
 		},
 		"network not ready: wait, recording the network so far": {
 			step: networkStep, driver: driver{net: network{VPCID: "vpc-1"}},
-			want: pipeline.OutcomeWait, wantInfra: `{"iam":"arn:old","network":{"vpcID":"vpc-1","ready":false},"other":1}`, wantCalls: 1,
+			want: pipeline.OutcomeWait, wantInfra: `{"iam":"arn:old","network":{"vpcID":"vpc-1","ready":false},"other":1}`, wantCalls: 1, wantName: "edge",
 		},
 		"network ensure fails transiently: passed through": {
 			step: networkStep, driver: driver{err: cloudDown},
@@ -174,6 +188,14 @@ func TestSharedSteps(t *testing.T) {
 			step: iamStep, undo: true, driver: driver{},
 			want: pipeline.OutcomeDone, wantInfra: `{"network":{"vpcID":"vpc-old","ready":false},"other":1}`, wantCalls: 1,
 		},
+		"resource: done with the thing made from the config": {
+			step: resourceStep, driver: driver{},
+			want: pipeline.OutcomeDone, wantInfra: `{"iam":"arn:old","network":{"vpcID":"vpc-old","ready":false},"other":1,"thing":"thing-edge"}`, wantCalls: 1, wantName: "edge",
+		},
+		"resource undo: deleted by the config's name, key cleared": {
+			step: resourceStep, undo: true, driver: driver{}, config: `{"name":"edge2"}`,
+			want: pipeline.OutcomeDone, wantInfra: before, wantCalls: 1, wantName: "edge2",
+		},
 		"iam undo fails: passed through": {
 			step: iamStep, undo: true, driver: driver{err: cloudDown},
 			wantClass: job.ClassTransient, wantErr: cloudDown, wantCalls: 1,
@@ -210,8 +232,8 @@ func TestSharedSteps(t *testing.T) {
 			if res.Outcome == pipeline.OutcomeWait && res.After != poll {
 				t.Errorf("wait after %v, want the poll interval %v", res.After, poll)
 			}
-			if step.Name == "create_network" && !tc.undo && d.gotName != "edge" {
-				t.Errorf("driver got config name %q, want the job's edge", d.gotName)
+			if d.gotName != tc.wantName {
+				t.Errorf("driver got config name %q, want %q", d.gotName, tc.wantName)
 			}
 			checkInfra(t, j.Infra, res, tc.wantInfra)
 		})

@@ -221,13 +221,8 @@ func (p *Pipeline) Steps(j *job.Job) []pipeline.Step {
 	list := []pipeline.Step{
 		// The step checks the config only: the provider rule in Validate is for admission.
 		steps.Validate(StepValidate, steps.CheckConfig(DecodeConfig)),
-		steps.Network[Config, Driver, Network]{
-			Name: StepNetwork, Key: InfraNetwork, Load: p.load, Poll: p.poll,
-			Ensure: Driver.EnsureNetwork, Ready: func(n Network) bool { return n.Ready }, Delete: Driver.DeleteNetwork,
-		}.Step(),
-		steps.IAM[Config, Driver, map[string]string]{
-			Name: StepIAM, Key: InfraIAM, Load: p.load, Ensure: ensureInstanceProfile, Delete: Driver.DeleteIAM,
-		}.Step(),
+		steps.Network(StepNetwork, InfraNetwork, p.load, p.poll, func(n Network) bool { return n.Ready }),
+		steps.IAM(StepIAM, InfraIAM, p.load, ensureInstanceProfile, Driver.DeleteIAM),
 		p.step(StepLaunchTemplate, p.launchTemplate, p.undoLaunchTemplate),
 		p.step(StepVMs, p.vms, p.undoVMs),
 	}
@@ -310,10 +305,7 @@ func (p *Pipeline) undoVMs(ctx context.Context, r *pipeline.Run, _ Config, d Dri
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !done {
-		return pipeline.Wait(p.poll, "waiting for the VMs to terminate", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraVMs: nil}), nil
+	return steps.Gone(InfraVMs, done, p.poll, "waiting for the VMs to terminate"), nil
 }
 
 func (p *Pipeline) loadBalancer(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
@@ -329,10 +321,7 @@ func (p *Pipeline) loadBalancer(ctx context.Context, r *pipeline.Run, c Config, 
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !lb.Ready {
-		return pipeline.Wait(p.poll, "waiting for the load balancer", map[string]any{InfraLoadBalancer: lb}), nil
-	}
-	return pipeline.Done(map[string]any{InfraLoadBalancer: lb}), nil
+	return steps.Ensured(InfraLoadBalancer, lb, lb.Ready, p.poll, "waiting for the load balancer"), nil
 }
 
 func (p *Pipeline) undoLoadBalancer(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
