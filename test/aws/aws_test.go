@@ -44,6 +44,7 @@ type env struct {
 	s     *apptest.Server
 	space *store.Space
 	p     *awsp.Provider
+	role  string // the account's role, assumed by p
 	// dataDir is the server's data dir (job store, local secret store), when the test made it.
 	dataDir string
 }
@@ -73,11 +74,17 @@ func newEnv(t *testing.T) *env {
 // endpoint; without, the server must find it in AWS_ENDPOINT_URL.
 func newEnvOn(t *testing.T, s *apptest.Server, endpoint string, inAccount bool) *env {
 	t.Helper()
+	return newEnvIn(t, s, endpoint, inAccount, "eu-west-1")
+}
+
+// newEnvIn is newEnvOn with a new account and its space in region.
+func newEnvIn(t *testing.T, s *apptest.Server, endpoint string, inAccount bool, region string) *env {
+	t.Helper()
 	ctx := testCtx(t)
 	acct := newAccount()
 	role := "arn:aws:iam::" + acct + ":role/groundwork"
 	var acc store.CloudAccount
-	accReq := map[string]any{"name": "moto " + acct, "provider": "aws", "region": "eu-west-1", "authMethod": "assume_role",
+	accReq := map[string]any{"name": "moto " + acct, "provider": "aws", "region": region, "authMethod": "assume_role",
 		"credentials": map[string]string{"roleArn": role}}
 	if inAccount {
 		accReq["config"] = map[string]string{"endpoint": endpoint}
@@ -87,14 +94,14 @@ func newEnvOn(t *testing.T, s *apptest.Server, endpoint string, inAccount bool) 
 	}
 	var sp store.Space
 	if err := s.Client.Do(ctx, http.MethodPost, "/api/spaces", map[string]any{"name": "aws-" + acct, "provider": "aws",
-		"region": "eu-west-1", "cloudAccountID": acc.ID}, &sp); err != nil {
+		"region": region, "cloudAccountID": acc.ID}, &sp); err != nil {
 		t.Fatalf("create space: %v", err)
 	}
-	p, err := awsp.Open(ctx, awsp.Account{AuthMethod: awsp.AuthAssumeRole, Region: "eu-west-1", Endpoint: endpoint, RoleARN: role})
+	p, err := awsp.Open(ctx, awsp.Account{AuthMethod: awsp.AuthAssumeRole, Region: region, Endpoint: endpoint, RoleARN: role})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{s: s, space: &sp, p: p}
+	return &env{s: s, space: &sp, p: p, role: role}
 }
 
 func (e *env) create(t *testing.T, kind, config string) *job.Job {
@@ -569,4 +576,47 @@ func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
 		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
 	}
 	return sp.ID
+}
+
+// TestAccountsAndRegionsApart: two spaces on one server, in two accounts and two regions, each
+// run a network job; each account's region holds its own job's network and nothing of the
+// other's, an account's other region holds nothing, and tearing one down leaves the other.
+func TestAccountsAndRegionsApart(t *testing.T) {
+	t.Parallel()
+	endpoint := motoEnv.Endpoint(t)
+	s := apptest.Start(t, app.Options{PollInterval: 100 * time.Millisecond, AWS: app.AWSOptions{Poll: 100 * time.Millisecond}})
+	a := newEnvIn(t, s, endpoint, true, "eu-west-1")
+	b := newEnvIn(t, s, endpoint, true, "ap-southeast-2")
+	ja := a.create(t, "network", `{"cidr":"10.40.0.0/16"}`)
+	jb := b.create(t, "network", `{"cidr":"10.40.0.0/16"}`)
+	ja = waitStatus(t, s.Client, ja.ID, job.StatusCompleted)
+	jb = waitStatus(t, s.Client, jb.ID, job.StatusCompleted)
+	if ja.SpaceID == jb.SpaceID {
+		t.Fatal("both jobs ran in one space")
+	}
+	if got := a.leftovers(t, ja); got["vpc"] != 1 {
+		t.Fatalf("account a in eu-west-1 holds %v; want its one VPC", got)
+	}
+	if got := b.leftovers(t, jb); got["vpc"] != 1 {
+		t.Fatalf("account b in ap-southeast-2 holds %v; want its one VPC", got)
+	}
+	// The same account in the other space's region: the job went where its space said.
+	other, err := awsp.Open(testCtx(t), awsp.Account{AuthMethod: awsp.AuthAssumeRole, Region: "ap-southeast-2", Endpoint: endpoint, RoleARN: a.role})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := (&env{s: s, p: other}).leftovers(t, ja); len(got) > 0 {
+		t.Fatalf("account a in ap-southeast-2 holds %v; want nothing", got)
+	}
+	a.teardown(t, ja.ID)
+	if got := a.leftovers(t, ja); len(got) > 0 {
+		t.Fatalf("after a's teardown, account a holds %v", got)
+	}
+	if got := b.leftovers(t, jb); got["vpc"] != 1 {
+		t.Fatalf("a's teardown touched account b: it holds %v", got)
+	}
+	b.teardown(t, jb.ID)
+	if got := b.leftovers(t, jb); len(got) > 0 {
+		t.Fatalf("after b's teardown, account b holds %v", got)
+	}
 }
