@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,8 +17,10 @@ import (
 	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/auth"
 	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/catalog/components"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/component"
 	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
 	"github.com/groundworkhq/groundwork/internal/protocol"
 	"github.com/groundworkhq/groundwork/internal/rbac"
@@ -28,9 +31,12 @@ import (
 )
 
 // accessEnv is a server on a real SQLite store with real tokens: two orgs, and in each an
-// admin, an editor and a viewer holding the system role org-wide.
+// admin, an editor and a viewer holding the system role org-wide. The datastore and component
+// families are on, as internal/app wires them, so that every route the server can mount is
+// mounted.
 type accessEnv struct {
 	st     *sqlstore.Store
+	sec    secrets.SecretStore
 	srv    *Server
 	url    string
 	dir    string
@@ -38,6 +44,8 @@ type accessEnv struct {
 	seq    atomic.Int64
 	cat    *catalog.Catalog
 	provs  *protocol.Registry
+	// cluster answers registrations of a Kubernetes cluster (see clusterVersion).
+	cluster *clusterVersion
 }
 
 var roleOf = map[string]string{"admin": rbac.RoleAdmin, "editor": rbac.RoleEditor, "viewer": rbac.RoleViewer}
@@ -62,7 +70,20 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, _ := pipeline.NewRegistry(&testfamily.Pipeline{N: 2})
+	comps, err := components.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// install-component validates its job with the component pipeline; no engine runs here,
+	// so the job it creates stays queued and nothing reaches a cluster.
+	compPipe, err := component.New(component.Options{Catalog: comps, Spaces: spaceClusters{st: st}, Secrets: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := pipeline.NewRegistry(&testfamily.Pipeline{N: 2}, compPipe)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cat, err := catalog.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +91,9 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	// The registry keeps its registrations in the API's own store, as the server does, so that a
 	// registration and its audit entry share one transaction.
 	provs := protocol.NewRegistry(st, protocol.RegistryOptions{Health: healthy{}})
-	e := &accessEnv{st: st, dir: dir, tokens: map[string]string{}, cat: cat, provs: provs}
+	e := &accessEnv{st: st, sec: sec, dir: dir, tokens: map[string]string{}, cat: cat, provs: provs, cluster: newClusterVersion(t)}
 	e.srv = New(Config{Store: st, Pipelines: reg, Catalog: cat, Secrets: sec, Provisioners: provs,
+		Datastores: &DatastoreConfig{}, Components: &ComponentConfig{Catalog: comps},
 		Auth: TokenAuth{Auth: &auth.Authenticator{Store: st}}})
 	hs := httptest.NewServer(e.srv)
 	t.Cleanup(hs.Close)
@@ -194,6 +216,8 @@ type target struct {
 	// resourceType and resourceID of the audit entry; resourceID "" means the "id" of the
 	// answer (a create).
 	resourceType, resourceID string
+	// check, if set, looks further at a successful answer.
+	check func(got reply) error
 }
 
 // fixture says how to exercise one route with success.
@@ -213,7 +237,7 @@ func fixtures() map[string]fixture {
 	plain := func(path, body string) func(*testing.T, *accessEnv, string) target {
 		return func(*testing.T, *accessEnv, string) target { return target{path: path, body: body} }
 	}
-	return map[string]fixture{
+	fx := map[string]fixture{
 		"GET /api/spaces":  {ok: 200, make: plain("/api/spaces", "")},
 		"POST /api/spaces": {ok: 201, make: plain("/api/spaces", `{"name":"s","provider":"local","region":"local"}`)},
 		"GET /api/spaces/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
@@ -351,6 +375,10 @@ func fixtures() map[string]fixture {
 		}},
 		"GET /api/audit-logs": {ok: 200, make: plain("/api/audit-logs", "")},
 	}
+	for key, f := range familyFixtures() {
+		fx[key] = f
+	}
+	return fx
 }
 
 func (e *accessEnv) provisioner(t *testing.T) string {
@@ -416,16 +444,18 @@ func validPolicy(p string) bool {
 	return false
 }
 
-// Every route × every system role × own org / other org answers exactly the status the
-// access model predicts, and a successful mutation leaves exactly one audit entry naming the
-// caller and the resource, while a refused one or a read leaves none.
+// Every route the server can mount (the core table and the families') × every system role ×
+// own org / other org answers exactly the status the access model predicts, and a successful
+// mutation leaves exactly one audit entry naming the caller and the resource, while a refused
+// one or a read leaves none.
 func TestRouteMatrix(t *testing.T) {
 	t.Parallel()
 	e := newAccessEnv(t)
 	fx := fixtures()
+	routes := e.srv.allRoutes()
 	seen := map[string]bool{}
-	cells := 0
-	for _, rt := range e.srv.routes() {
+	cells, skipped := 0, 0
+	for _, rt := range routes {
 		key := rt.method + " " + rt.path
 		seen[key] = true
 		if !validPolicy(rt.policy) {
@@ -437,54 +467,79 @@ func TestRouteMatrix(t *testing.T) {
 			t.Errorf("%s has no matrix expectation: add it to fixtures() in matrix_test.go", key)
 			continue
 		}
-		mutating := rt.method != http.MethodGet
-		_, skipAudit := notAudited[key]
-		for _, role := range []string{"admin", "editor", "viewer"} {
-			for _, org := range []string{orgA, orgB} {
-				if org == orgB && !f.crossOrg {
-					continue // nothing in the request belongs to an org
-				}
-				name := fmt.Sprintf("%s as %s on %s", key, role, org)
-				tg := f.make(t, e, org)
-				want := f.ok
-				switch {
-				case !allowedByRule(role, rt.policy):
-					want = http.StatusForbidden
-				case org == orgB:
-					want = http.StatusNotFound
-				}
-				if allowedByRule(role, rt.policy) != rbac.Compute([]rbac.Assignment{{RoleID: roleOf[role]}}, nil).OrgWide(rt.policy) {
-					t.Errorf("%s: system role %s disagrees with the access model on %s", name, role, rt.policy)
-				}
-				cells++
-				beforeA, beforeB := e.auditTotal(t, orgA), e.auditTotal(t, orgB)
-				got := e.call(t, e.tokens[orgA+"/"+role], rt.method, tg.path, tg.body)
-				if got.status != want {
-					t.Errorf("%s: status %d, want %d (%s)", name, got.status, want, got.raw)
-					continue
-				}
-				afterA, afterB := e.auditTotal(t, orgA), e.auditTotal(t, orgB)
-				wantEntries := 0
-				if mutating && want == f.ok && !skipAudit {
-					wantEntries = 1
-				}
-				if afterA-beforeA != wantEntries || afterB != beforeB {
-					t.Errorf("%s: %d new audit entries in the caller's org, %d in the other; want %d and 0",
-						name, afterA-beforeA, afterB-beforeB, wantEntries)
-					continue
-				}
-				if wantEntries == 1 {
-					checkEntry(t, e, name, role, tg, got)
-				}
-			}
+		// One subtest per route, run in turn (the cells count audit entries of the shared orgs):
+		// a failure names its route, and a route whose fixture needs a server that is not
+		// installed skips alone (outside CI).
+		var sub *testing.T
+		t.Run(key, func(t *testing.T) {
+			sub = t
+			routeCells(t, e, rt, f, &cells)
+		})
+		if sub.Skipped() {
+			skipped++
 		}
 	}
-	if cells < 3*len(e.srv.routes()) {
-		t.Errorf("only %d cells for %d routes", cells, len(e.srv.routes()))
+	if len(e.srv.datastoreRoutes()) == 0 || len(e.srv.componentRoutes()) == 0 {
+		t.Errorf("the datastore and component routes are not mounted: the matrix would miss them")
+	}
+	if cells < 3*(len(routes)-skipped) {
+		t.Errorf("only %d cells for %d routes (%d skipped)", cells, len(routes), skipped)
 	}
 	for key := range fx {
 		if !seen[key] {
 			t.Errorf("fixture %s names no route", key)
+		}
+	}
+}
+
+// routeCells runs one route's cells: three roles, in the caller's org and, when the request
+// names an object, in the other. It counts each cell it runs in cells.
+func routeCells(t *testing.T, e *accessEnv, rt route, f fixture, cells *int) {
+	key := rt.method + " " + rt.path
+	mutating := rt.method != http.MethodGet
+	_, skipAudit := notAudited[key]
+	for _, role := range []string{"admin", "editor", "viewer"} {
+		for _, org := range []string{orgA, orgB} {
+			if org == orgB && !f.crossOrg {
+				continue // nothing in the request belongs to an org
+			}
+			name := fmt.Sprintf("%s as %s on %s", key, role, org)
+			tg := f.make(t, e, org)
+			want := f.ok
+			switch {
+			case !allowedByRule(role, rt.policy):
+				want = http.StatusForbidden
+			case org == orgB:
+				want = http.StatusNotFound
+			}
+			if allowedByRule(role, rt.policy) != rbac.Compute([]rbac.Assignment{{RoleID: roleOf[role]}}, nil).OrgWide(rt.policy) {
+				t.Errorf("%s: system role %s disagrees with the access model on %s", name, role, rt.policy)
+			}
+			*cells++
+			beforeA, beforeB := e.auditTotal(t, orgA), e.auditTotal(t, orgB)
+			got := e.call(t, e.tokens[orgA+"/"+role], rt.method, tg.path, tg.body)
+			if got.status != want {
+				t.Errorf("%s: status %d, want %d (%s)", name, got.status, want, got.raw)
+				continue
+			}
+			afterA, afterB := e.auditTotal(t, orgA), e.auditTotal(t, orgB)
+			wantEntries := 0
+			if mutating && want == f.ok && !skipAudit {
+				wantEntries = 1
+			}
+			if afterA-beforeA != wantEntries || afterB != beforeB {
+				t.Errorf("%s: %d new audit entries in the caller's org, %d in the other; want %d and 0",
+					name, afterA-beforeA, afterB-beforeB, wantEntries)
+				continue
+			}
+			if wantEntries == 1 {
+				checkEntry(t, e, name, role, tg, got)
+			}
+			if tg.check != nil && want == f.ok {
+				if err := tg.check(got); err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+			}
 		}
 	}
 }
@@ -515,6 +570,12 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 	busy := e.space(t, orgA)
 	e.job(t, orgA, busy, job.StatusDraft)
 	dupRole := e.role(t, orgA)
+	pending := "/api/provisioning-jobs/" + e.pendingDSJob(t, orgA).ID
+	other := "/api/provisioning-jobs/" + e.job(t, orgA, busy, job.StatusCompleted).ID
+	bare := e.space(t, orgA)
+	cluster := e.clusterSpace(t, orgA)
+	gone := httptest.NewTLSServer(http.NotFoundHandler())
+	gone.Close() // a cluster endpoint nothing answers on
 	cases := map[string]struct {
 		method, path, body string
 		status             int
@@ -530,6 +591,22 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 		"duplicate user":       {"POST", "/api/users", `{"email":"viewer@org_a.example.com"}`, 409},
 		"bad credentials":      {"POST", "/api/cloud-accounts", `{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"x"}}`, 400},
 		"system role deletion": {"DELETE", "/api/roles/role_admin", "", 409},
+
+		"database on an unfinished datastore": {"POST", pending + "/databases", `{"name":"shop","owner":"shop_owner"}`, 409},
+		"database on another family's job":    {"POST", other + "/databases", `{"name":"shop","owner":"shop_owner"}`, 404},
+		"connection on an unfinished store":   {"POST", pending + "/connections", "", 409},
+		"missing database":                    {"DELETE", pending + "/databases/db_nope", "", 404},
+		"missing connection":                  {"DELETE", pending + "/connections/conn_nope", "", 404},
+		"reveal an unknown reference":         {"POST", "/api/secrets/reveal", `{"ref":"local:sec_nope"}`, 404},
+		"reveal a malformed reference":        {"POST", "/api/secrets/reveal", `{"ref":"nope"}`, 400},
+		"install an unknown component":        {"POST", "/api/provisioning-jobs/install-component", `{"spaceID":"` + cluster + `","componentID":"nope"}`, 400},
+		"install values off the schema": {"POST", "/api/provisioning-jobs/install-component",
+			`{"spaceID":"` + cluster + `","componentID":"ingress-nginx","values":{"controller":{"replicaCount":0}}}`, 400},
+		"install where no cluster is": {"POST", "/api/provisioning-jobs/install-component", `{"spaceID":"` + bare + `","componentID":"ingress-nginx"}`, 400},
+		"cluster refuses the token": {"POST", "/api/spaces/register-cluster",
+			`{"name":"c","cluster":` + e.cluster.json("wrong") + `}`, 400},
+		"cluster does not answer": {"POST", "/api/spaces/register-cluster",
+			`{"name":"c","cluster":{"endpoint":"` + gone.URL + `","caData":` + strconv.Quote(e.cluster.caPEM) + `,"token":"t"}}`, 422},
 	}
 	for name, c := range cases {
 		before := e.auditTotal(t, orgA)
@@ -550,16 +627,22 @@ func TestListsStayInOrg(t *testing.T) {
 	e := newAccessEnv(t)
 	fx := fixtures()
 	bAdmin := e.tokens[orgB+"/admin"]
-	for _, rt := range e.srv.routes() {
+	for _, rt := range e.srv.allRoutes() {
 		key := rt.method + " " + rt.path
 		if f, ok := fx[key]; ok && f.crossOrg {
-			tg := f.make(t, e, orgB)
-			// Mutations run too, as org_b's admin, so that org_b has audit entries and tokens.
-			e.call(t, bAdmin, rt.method, tg.path, tg.body)
+			// A subtest, so that a fixture needing a server that is not installed skips alone.
+			t.Run("make "+key, func(t *testing.T) {
+				tg := f.make(t, e, orgB)
+				// Mutations run too, as org_b's admin, so that org_b has audit entries, tokens,
+				// databases and connections.
+				if got := e.call(t, bAdmin, rt.method, tg.path, tg.body); got.status != f.ok {
+					t.Errorf("%s as org_b's admin: %d, want %d (%s)", key, got.status, f.ok, got.raw)
+				}
+			})
 		}
 	}
 	lists, seenB := 0, 0
-	for _, rt := range e.srv.routes() {
+	for _, rt := range e.srv.allRoutes() {
 		if rt.method != http.MethodGet || strings.Contains(rt.path, "{") {
 			continue
 		}
