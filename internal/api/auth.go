@@ -106,8 +106,8 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p *Principa
 	ctx := r.Context()
 	now := s.cfg.Now()
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "token.revoke", "token", id, nil), func(tx store.Store) error {
-		t, err := tx.RevokeToken(ctx, p.OrgID, id, now)
-		if err == nil && (t.RevokedAt == nil || t.RevokedAt.UnixMilli() != now.UnixMilli()) {
+		_, changed, err := tx.RevokeToken(ctx, p.OrgID, id, now)
+		if err == nil && !changed {
 			return errNoChange // revoked before: nothing happened now
 		}
 		return err

@@ -73,9 +73,9 @@ type AccessStore interface {
 	GetTokenByHash(ctx context.Context, hash string) (*Token, error)
 	// ListTokens lists the org's tokens, or one user's when email is set.
 	ListTokens(ctx context.Context, orgID, email string) ([]*Token, error)
-	// RevokeToken marks the token revoked at now; revoking it again is ErrNotFound-free and
-	// keeps the first time.
-	RevokeToken(ctx context.Context, orgID, id string, now time.Time) (*Token, error)
+	// RevokeToken marks the token revoked at now and reports whether this call revoked it;
+	// revoking it again is no error, keeps the first time and reports false.
+	RevokeToken(ctx context.Context, orgID, id string, now time.Time) (*Token, bool, error)
 
 	// CreateRole stores a custom role (system roles are not stored).
 	CreateRole(ctx context.Context, r *rbac.Role) error

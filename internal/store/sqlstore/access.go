@@ -256,13 +256,21 @@ func (s *Store) ListTokens(ctx context.Context, orgID, email string) ([]*store.T
 		WHERE org_id = $1 AND ($2 = '' OR email = $2) ORDER BY id`, orgID, email)
 }
 
-func (s *Store) RevokeToken(ctx context.Context, orgID, id string, now time.Time) (*store.Token, error) {
-	t, err := scanToken(s.q.QueryRowContext(ctx, `UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, $3)
-		WHERE org_id = $1 AND id = $2 RETURNING `+tokenColumns, orgID, id, ms(now)))
-	if err != nil {
-		return nil, notFound(err, "token")
+func (s *Store) RevokeToken(ctx context.Context, orgID, id string, now time.Time) (*store.Token, bool, error) {
+	t, err := scanToken(s.q.QueryRowContext(ctx, `UPDATE api_tokens SET revoked_at = $3
+		WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING `+tokenColumns, orgID, id, ms(now)))
+	if err == nil {
+		return t, true, nil
 	}
-	return t, nil
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, false, err
+	}
+	// Already revoked, or not this org's: tell them apart without touching the row.
+	t, err = scanToken(s.q.QueryRowContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE org_id = $1 AND id = $2`, orgID, id))
+	if err != nil {
+		return nil, false, notFound(err, "token")
+	}
+	return t, false, nil
 }
 
 const roleColumns = `id, org_id, name, description, policies, created_at`

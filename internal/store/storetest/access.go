@@ -116,16 +116,19 @@ func testTokens(t *testing.T, s store.Store) {
 	if list, _ := s.ListTokens(ctx, "org2", ""); len(list) != 0 {
 		t.Fatalf("other org lists %d tokens", len(list))
 	}
-	if _, err := s.RevokeToken(ctx, "org2", "tok_1", t0); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.RevokeToken(ctx, "org2", "tok_1", t0); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("other org revokes: %v", err)
 	}
-	r1, err := s.RevokeToken(ctx, "org1", "tok_1", t0.Add(time.Minute))
-	if err != nil || r1.RevokedAt == nil || !r1.RevokedAt.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("revoke: %+v %v", r1, err)
+	r1, changed, err := s.RevokeToken(ctx, "org1", "tok_1", t0.Add(time.Minute))
+	if err != nil || !changed || r1.RevokedAt == nil || !r1.RevokedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("revoke: %+v %v %v", r1, changed, err)
 	}
-	r2, err := s.RevokeToken(ctx, "org1", "tok_1", t0.Add(time.Hour))
-	if err != nil || !r2.RevokedAt.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("second revoke moved the time: %+v %v", r2, err)
+	// Again, even at the same instant: no change, and it says so.
+	for _, at := range []time.Time{t0.Add(time.Minute), t0.Add(time.Hour)} {
+		r2, changed, err := s.RevokeToken(ctx, "org1", "tok_1", at)
+		if err != nil || changed || !r2.RevokedAt.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("second revoke at %s: %+v changed=%v %v", at, r2, changed, err)
+		}
 	}
 }
 
