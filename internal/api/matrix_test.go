@@ -574,6 +574,13 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 	other := "/api/provisioning-jobs/" + e.job(t, orgA, busy, job.StatusCompleted).ID
 	bare := e.space(t, orgA)
 	cluster := e.clusterSpace(t, orgA)
+	// A reference a connection holds, whose value has gone from the secret store: the reveal
+	// fails, and a reveal that answered nothing must leave nothing on the record.
+	lost := e.dsJob(t, orgA)
+	lostRef := e.connection(t, orgA, lost.ID, "").Endpoint.SecretRef
+	if err := e.sec.Delete(context.Background(), lostRef); err != nil {
+		t.Fatal(err)
+	}
 	gone := httptest.NewTLSServer(http.NotFoundHandler())
 	gone.Close() // a cluster endpoint nothing answers on
 	cases := map[string]struct {
@@ -598,6 +605,7 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 		"missing database":                    {"DELETE", pending + "/databases/db_nope", "", 404},
 		"missing connection":                  {"DELETE", pending + "/connections/conn_nope", "", 404},
 		"reveal an unknown reference":         {"POST", "/api/secrets/reveal", `{"ref":"local:sec_nope"}`, 404},
+		"reveal a value the store lost":       {"POST", "/api/secrets/reveal", `{"ref":"` + lostRef + `"}`, 404},
 		"reveal a malformed reference":        {"POST", "/api/secrets/reveal", `{"ref":"nope"}`, 400},
 		"install an unknown component":        {"POST", "/api/provisioning-jobs/install-component", `{"spaceID":"` + cluster + `","componentID":"nope"}`, 400},
 		"install values off the schema": {"POST", "/api/provisioning-jobs/install-component",

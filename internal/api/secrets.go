@@ -1,7 +1,7 @@
 package api
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"net/http"
 
@@ -22,11 +22,11 @@ type revealAnswer struct {
 // revealSecret answers the value behind a reference that one of the caller's org's databases
 // or connections holds. The secret store itself knows no orgs, so the reference is resolved to
 // its job first: a reference of another org, or one nothing names, is 404 whatever the caller
-// may do. The reveal is audited (the reference, never the value) in the transaction that
-// resolved it, and the value is read once that has committed, so no value leaves without its
-// entry on the record. Reading it outside the transaction matters: a secret store may need the
-// job store itself (Secrets Manager of the job's cloud account), which SQLite's one connection,
-// held by the transaction, would never give it.
+// may do. The value is read first and answered only once the reveal's audit entry (the
+// reference, never the value) has committed: no value leaves without its entry, and a reveal
+// that fails leaves none. The secret store is read outside any transaction because it may need
+// the job store itself (Secrets Manager of the job's cloud account), which SQLite's one
+// connection, held by a transaction, would never give it.
 func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req revealRequest
 	if pr := decode(r, &req); pr != nil {
@@ -39,29 +39,10 @@ func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Princip
 		return errors.New("secret reveal needs a secret store")
 	}
 	ctx := r.Context()
-	var value string
-	e := entry(audit.ScopeProvisioning, "secret.reveal", "secret", req.Ref, nil)
-	err := s.audited(ctx, p, e, func(tx store.Store) error {
-		recs, err := s.records(tx)
-		if err != nil {
-			return err
-		}
-		jobID, err := recs.SecretJob(ctx, req.Ref)
-		if err != nil {
-			return err
-		}
-		chain, err := newScopes(tx, p.OrgID).of(ctx, "provisioning", jobID)
-		if err != nil {
-			return err
-		}
-		if !p.Can("secret:reveal", append(chain, "secret:"+req.Ref)...) {
-			return problem(http.StatusForbidden, "this needs the secret:reveal permission on job "+jobID)
-		}
-		e.Metadata, _ = json.Marshal(map[string]any{"jobID": jobID})
-		return nil
-	})
+	value, jobID, err := s.readSecret(ctx, p, req.Ref)
 	if err == nil {
-		value, err = s.cfg.Secrets.Get(ctx, req.Ref)
+		e := entry(audit.ScopeProvisioning, "secret.reveal", "secret", req.Ref, map[string]any{"jobID": jobID})
+		err = s.audited(ctx, p, e, func(store.Store) error { return nil })
 	}
 	switch {
 	case errors.Is(err, datastore.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, secrets.ErrNotFound):
@@ -71,4 +52,24 @@ func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Princip
 	}
 	writeJSON(w, http.StatusOK, revealAnswer{Value: value})
 	return nil
+}
+
+// readSecret resolves ref to the caller's job, checks the caller may reveal it, and reads it.
+func (s *Server) readSecret(ctx context.Context, p *Principal, ref string) (value, jobID string, err error) {
+	recs, err := s.records(s.cfg.Store)
+	if err != nil {
+		return "", "", err
+	}
+	if jobID, err = recs.SecretJob(ctx, ref); err != nil {
+		return "", "", err
+	}
+	chain, err := newScopes(s.cfg.Store, p.OrgID).of(ctx, "provisioning", jobID)
+	if err != nil {
+		return "", "", err
+	}
+	if !p.Can("secret:reveal", append(chain, "secret:"+ref)...) {
+		return "", "", problem(http.StatusForbidden, "this needs the secret:reveal permission on job "+jobID)
+	}
+	value, err = s.cfg.Secrets.Get(ctx, ref)
+	return value, jobID, err
 }
