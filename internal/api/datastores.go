@@ -232,12 +232,35 @@ func (s *Server) datastoreJob(r *http.Request, p *Principal) (*job.Job, error) {
 	return s.loadJob(r.Context(), p, r.PathValue("id"))
 }
 
-func (s *Server) listDatabases(w http.ResponseWriter, r *http.Request, p *Principal) error {
+// reader returns the job a datastore request names (404 for another org's) and a service
+// over its records.
+func (s *Server) reader(r *http.Request, p *Principal) (*job.Job, *datastore.Service, error) {
 	j, err := s.datastoreJob(r, p)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	svc, err := s.service(p, nil)
+	return j, svc, err
+}
+
+// writer is reader for a change: the service's first write is audited as action on
+// resType/resID, with meta and the job's ID.
+func (s *Server) writer(r *http.Request, p *Principal, action, resType, resID string, meta map[string]any) (*job.Job, *datastore.Service, error) {
+	j, err := s.datastoreJob(r, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	meta["jobID"] = j.ID
+	recs, err := s.change(p, action, resType, resID, meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := s.service(p, recs)
+	return j, svc, err
+}
+
+func (s *Server) listDatabases(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	j, svc, err := s.reader(r, p)
 	if err != nil {
 		return err
 	}
@@ -281,11 +304,7 @@ func (s *Server) createDatabase(w http.ResponseWriter, r *http.Request, p *Princ
 }
 
 func (s *Server) getDatabase(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.datastoreJob(r, p)
-	if err != nil {
-		return err
-	}
-	svc, err := s.service(p, nil)
+	j, svc, err := s.reader(r, p)
 	if err != nil {
 		return err
 	}
@@ -298,16 +317,8 @@ func (s *Server) getDatabase(w http.ResponseWriter, r *http.Request, p *Principa
 }
 
 func (s *Server) deleteDatabase(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.datastoreJob(r, p)
-	if err != nil {
-		return err
-	}
 	id := r.PathValue("dbID")
-	recs, err := s.change(p, "database.delete", "database", id, map[string]any{"jobID": j.ID})
-	if err != nil {
-		return err
-	}
-	svc, err := s.service(p, recs)
+	j, svc, err := s.writer(r, p, "database.delete", "database", id, map[string]any{})
 	if err != nil {
 		return err
 	}
@@ -323,11 +334,7 @@ type createConnectionRequest struct {
 }
 
 func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.datastoreJob(r, p)
-	if err != nil {
-		return err
-	}
-	svc, err := s.service(p, nil)
+	j, svc, err := s.reader(r, p)
 	if err != nil {
 		return err
 	}
@@ -358,16 +365,8 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, p *Pri
 			return pr
 		}
 	}
-	j, err := s.datastoreJob(r, p)
-	if err != nil {
-		return err
-	}
 	dbID := r.PathValue("dbID")
-	recs, err := s.change(p, "connection.create", "connection", "", map[string]any{"jobID": j.ID, "databaseID": dbID, "name": req.Name})
-	if err != nil {
-		return err
-	}
-	svc, err := s.service(p, recs)
+	j, svc, err := s.writer(r, p, "connection.create", "connection", "", map[string]any{"databaseID": dbID, "name": req.Name})
 	if err != nil {
 		return err
 	}
@@ -385,11 +384,7 @@ func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, p *Pri
 }
 
 func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.datastoreJob(r, p)
-	if err != nil {
-		return err
-	}
-	svc, err := s.service(p, nil)
+	j, svc, err := s.reader(r, p)
 	if err != nil {
 		return err
 	}
@@ -402,16 +397,8 @@ func (s *Server) getConnection(w http.ResponseWriter, r *http.Request, p *Princi
 }
 
 func (s *Server) deleteConnection(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.datastoreJob(r, p)
-	if err != nil {
-		return err
-	}
 	id := r.PathValue("connID")
-	recs, err := s.change(p, "connection.delete", "connection", id, map[string]any{"jobID": j.ID, "databaseID": r.PathValue("dbID")})
-	if err != nil {
-		return err
-	}
-	svc, err := s.service(p, recs)
+	j, svc, err := s.writer(r, p, "connection.delete", "connection", id, map[string]any{"databaseID": r.PathValue("dbID")})
 	if err != nil {
 		return err
 	}
