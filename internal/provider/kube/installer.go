@@ -3,12 +3,15 @@ package kube
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,7 +90,12 @@ type InstallerOptions struct {
 	CacheDir string
 	// HookTimeout bounds chart hooks (jobs run on install/upgrade); default 5 minutes.
 	HookTimeout time.Duration
-	Logger      *slog.Logger
+	// CAFile is a PEM bundle of the certificate authorities that verify chart repositories
+	// and OCI registries, used instead of the system roots as helm's --ca-file is: for charts
+	// served from a mirror with a private CA. To keep trusting public repositories as well,
+	// append the system bundle to it. Empty means the system roots.
+	CAFile string
+	Logger *slog.Logger
 }
 
 // Installer installs Helm releases into one cluster.
@@ -408,12 +416,23 @@ func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) 
 	settings.ContentCache = filepath.Join(in.opts.CacheDir, "content")
 	settings.RepositoryConfig = filepath.Join(in.opts.CacheDir, "repositories.yaml")
 	settings.RegistryConfig = filepath.Join(in.opts.CacheDir, "registry.json")
-	rc, err := registry.NewClient(registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig))
+	rcOpts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig)}
+	if in.opts.CAFile != "" {
+		hc, err := caHTTPClient(in.opts.CAFile)
+		if err != nil {
+			return "", fault.System(err)
+		}
+		// Helm applies its CA option to repositories only; a registry client brings its own
+		// HTTP client.
+		rcOpts = append(rcOpts, registry.ClientOptHTTPClient(hc))
+	}
+	rc, err := registry.NewClient(rcOpts...)
 	if err != nil {
 		return "", fault.System(fmt.Errorf("registry client: %w", err))
 	}
 	loc := action.NewInstall(action.NewConfiguration())
 	loc.SetRegistryClient(rc)
+	loc.CaFile = in.opts.CAFile
 	loc.Version = src.Version
 	name := src.OCI
 	if src.RepoURL != "" {
@@ -429,6 +448,27 @@ func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) 
 		return "", fault.UserAction(fmt.Errorf("fetch chart %s %s: %w", name, src.Version, err), CodeInvalidChart, "check the chart repository, name and version", "")
 	}
 	return p, nil
+}
+
+// caHTTPClient is the HTTP client of Helm's registry client (retries included) with the
+// certificate authorities of caFile as its only roots.
+func caHTTPClient(caFile string) (*http.Client, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("chart CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("chart CA file %s: no PEM certificate in it", caFile)
+	}
+	tlsConf := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	rt := registry.NewTransport(false)
+	if base, ok := rt.Base.(*http.Transport); ok {
+		base.TLSClientConfig = tlsConf
+	} else {
+		rt.Base = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConf}
+	}
+	return &http.Client{Transport: rt}, nil
 }
 
 // classifyHelm classifies an error from a Helm action. Values that the chart's own schema
