@@ -22,6 +22,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/fluxcd/cli-utils v1.2.2
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/google/go-containerregistry v0.22.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/prometheus/client_golang v1.25.0
