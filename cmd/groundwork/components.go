@@ -20,6 +20,8 @@ func addComponentFlags(cmd *cobra.Command, o *app.ComponentOptions) {
 		"folder of local charts (<id>/, <chart>/, <chart>-<version>.tgz) used before the catalog's repositories (GROUNDWORK_CHART_DIR)")
 	cmd.Flags().StringVar(&o.CatalogFile, "component-catalog", os.Getenv("GROUNDWORK_COMPONENT_CATALOG"),
 		"component catalog file replacing the built-in configs/components.yaml (GROUNDWORK_COMPONENT_CATALOG)")
+	cmd.Flags().StringVar(&o.ChartCAFile, "chart-ca-file", os.Getenv("GROUNDWORK_CHART_CA_FILE"),
+		"PEM bundle that chart repositories and OCI registries are verified against, instead of the system roots (GROUNDWORK_CHART_CA_FILE)")
 }
 
 // newRegisterCluster is `groundwork spaces register-cluster`.

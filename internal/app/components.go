@@ -28,6 +28,9 @@ type ComponentOptions struct {
 	ChartDir string
 	// CatalogFile replaces the catalog embedded from configs/components.yaml.
 	CatalogFile string
+	// ChartCAFile, if set, is the PEM bundle that chart repositories and OCI registries are
+	// verified against, instead of the system roots (`serve --chart-ca-file`).
+	ChartCAFile string
 	// ReadyPoll and ReadyTimeout pace the wait-ready step (defaults 10s and 10m).
 	ReadyPoll    time.Duration
 	ReadyTimeout time.Duration
@@ -72,7 +75,7 @@ func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*compon
 	log := o.Logger.With("component", "components")
 	mint := &tokenMint{}
 	connect := component.KubeConnector(kube.InstallerOptions{
-		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log,
+		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log, CAFile: co.ChartCAFile,
 	})
 	p, err := component.New(component.Options{
 		Catalog: cat, Spaces: spaceClusters{st: st, sec: sec, mint: mint}, Secrets: sec, ChartDir: co.ChartDir,
