@@ -270,7 +270,8 @@ func (in *Installer) Uninstall(ctx context.Context, name, namespace, jobID strin
 		return false, classify("read release history", err)
 	}
 	if last == nil {
-		return false, nil
+		// Gone already (a re-run, or removed by hand): the namespace may still be ours to drop.
+		return false, in.dropNamespace(ctx, namespace, jobID)
 	}
 	if jobID != "" && last.Labels[LabelJobID] != jobID {
 		in.opts.Logger.InfoContext(ctx, "release belongs to another job; not uninstalling", "release", name, "namespace", namespace, "owner", last.Labels[LabelJobID])
@@ -287,7 +288,40 @@ func (in *Installer) Uninstall(ctx context.Context, name, namespace, jobID strin
 		}
 		return false, classifyHelm("uninstall "+name, err)
 	}
-	return true, nil
+	return true, in.dropNamespace(ctx, namespace, jobID)
+}
+
+// dropNamespace deletes the namespace when this job's install created it (it carries the job's
+// label: ensureNamespace labels only a namespace it creates) and no other Helm release lives
+// there. A namespace the user made, or one another release shares, stays.
+func (in *Installer) dropNamespace(ctx context.Context, namespace, jobID string) error {
+	if jobID == "" {
+		return nil
+	}
+	nsc := in.cluster.client.CoreV1().Namespaces()
+	ns, err := nsc.Get(ctx, namespace, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return classify("read namespace "+namespace, err)
+	case ns.Labels[LabelJobID] != jobID || ns.DeletionTimestamp != nil:
+		return nil
+	}
+	// Helm keeps each release's records as Secrets labelled owner=helm (the "secret" driver).
+	others, err := in.cluster.client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm", Limit: 1})
+	if err != nil {
+		return classify("list releases in "+namespace, err)
+	}
+	if len(others.Items) > 0 {
+		return nil
+	}
+	bg := metav1.DeletePropagationBackground
+	if err := nsc.Delete(ctx, namespace, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return classify("delete namespace "+namespace, err)
+	}
+	in.opts.Logger.InfoContext(ctx, "deleted the namespace this job created", "namespace", namespace, "job", jobID)
+	return nil
 }
 
 // Status returns the latest revision of the release; found is false when there is none.
@@ -379,10 +413,24 @@ func statusOf(r *release.Release, changed bool) ReleaseStatus {
 func (in *Installer) ensureNamespace(ctx context.Context, name string, labels map[string]string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: withoutKey(labels, labelSpec)}}
 	_, err := in.cluster.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err == nil || apierrors.IsAlreadyExists(err) {
+	if err == nil {
 		return nil
 	}
-	return classify("create namespace "+name, err)
+	if !apierrors.IsAlreadyExists(err) {
+		return classify("create namespace "+name, err)
+	}
+	// A namespace still terminating (an uninstall just dropped it) takes no new objects until
+	// it is gone; then it can be made again.
+	cur, err := in.cluster.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return transient(fmt.Errorf("namespace %s was deleted while being created", name), "NamespaceTerminating")
+	case err != nil:
+		return classify("read namespace "+name, err)
+	case cur.DeletionTimestamp != nil:
+		return transient(fmt.Errorf("namespace %s is still being deleted", name), "NamespaceTerminating")
+	}
+	return nil
 }
 
 // loadChart fetches (if remote) and loads the chart, checking the version when one is asked.

@@ -14,6 +14,7 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -195,8 +196,77 @@ func TestOnAPIServer(t *testing.T) {
 		if _, found, err := in.Status(ctx, "demo", "lifecycle"); err != nil || found {
 			t.Fatalf("status after uninstall: found=%v err=%v", found, err)
 		}
+		// The namespace the install created goes with the release (terminating: no namespace
+		// controller runs here to finish the deletion).
+		if ns, err := cs.CoreV1().Namespaces().Get(ctx, "lifecycle", metav1.GetOptions{}); err == nil && ns.DeletionTimestamp == nil {
+			t.Fatalf("namespace the install created is still live after uninstall: %v", ns.Status.Phase)
+		} else if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
 		if removed, err := in.Uninstall(ctx, "demo", "lifecycle", "job_lifecycle"); err != nil || removed {
 			t.Fatalf("second uninstall = %v, %v; want a no-op", removed, err)
+		}
+		// Installing again while the namespace is still terminating is worth a retry, not the
+		// user's attention (the apiserver would refuse new objects there as forbidden).
+		if ns, err := cs.CoreV1().Namespaces().Get(ctx, "lifecycle", metav1.GetOptions{}); err == nil && ns.DeletionTimestamp != nil {
+			_, err := in.InstallOrUpgrade(ctx, rel)
+			if fe := fault.As(err); fe == nil || fe.Class != job.ClassTransient || fe.Code != "NamespaceTerminating" {
+				t.Fatalf("install into a terminating namespace = %v, want transient NamespaceTerminating", err)
+			}
+		}
+	})
+
+	t.Run("a namespace the user made, or another release shares, stays", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		cs := cluster.Clientset()
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "users-own"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		install := func(name, ns, jobID string) {
+			t.Helper()
+			if _, err := in.InstallOrUpgrade(ctx, Release{Name: name, Namespace: ns, Chart: ChartSource{Path: demoChart},
+				Values: map[string]any{"message": name}, Labels: map[string]string{LabelJobID: jobID}}); err != nil {
+				t.Fatalf("install %s/%s: %v", ns, name, err)
+			}
+		}
+		live := func(ns string) bool {
+			t.Helper()
+			got, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			return err == nil && got.DeletionTimestamp == nil
+		}
+		install("demo", "users-own", "job_in_users_ns")
+		if removed, err := in.Uninstall(ctx, "demo", "users-own", "job_in_users_ns"); err != nil || !removed {
+			t.Fatalf("uninstall = %v, %v", removed, err)
+		}
+		if !live("users-own") {
+			t.Fatal("uninstall deleted a namespace the user made")
+		}
+
+		// "shared" is created by the first job's install; a second job's release lives there too.
+		install("one", "shared", "job_first")
+		install("two", "shared", "job_second")
+		if removed, err := in.Uninstall(ctx, "one", "shared", "job_first"); err != nil || !removed {
+			t.Fatalf("uninstall one = %v, %v", removed, err)
+		}
+		if !live("shared") {
+			t.Fatal("uninstall deleted a namespace another release still lives in")
+		}
+		if removed, err := in.Uninstall(ctx, "two", "shared", "job_second"); err != nil || !removed {
+			t.Fatalf("uninstall two = %v, %v", removed, err)
+		}
+		if !live("shared") {
+			t.Fatal("the second job's uninstall deleted a namespace it did not create")
+		}
+		// The creating job's teardown, run again, now finds the namespace empty and drops it.
+		if _, err := in.Uninstall(ctx, "one", "shared", "job_first"); err != nil {
+			t.Fatal(err)
+		}
+		if live("shared") {
+			t.Fatal("the creating job's re-run left its emptied namespace")
 		}
 	})
 
