@@ -92,19 +92,8 @@ func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Prin
 	if s.cfg.Secrets == nil {
 		return errors.New("register cluster: the server has no secret store")
 	}
-	if req.CloudAccountID != "" {
-		acc, err := s.cfg.Store.GetCloudAccount(r.Context(), p.OrgID, req.CloudAccountID)
-		if errors.Is(err, store.ErrNotFound) {
-			return problem(http.StatusNotFound, "cloud account not found",
-				FieldError{Field: "cloudAccountID", Rule: "exists", Message: "no cloud account " + req.CloudAccountID})
-		}
-		if err != nil {
-			return err
-		}
-		if acc.Provider != req.Provider {
-			return badRequest("provider mismatch", FieldError{Field: "cloudAccountID", Rule: "provider",
-				Message: "the account is for " + acc.Provider + ", the space for " + req.Provider})
-		}
+	if err := s.checkSpaceAccount(r.Context(), p, req.CloudAccountID, req.Provider); err != nil {
+		return err
 	}
 	id := "spc_" + ulid.Make().String()
 	sc, err := kube.Register(r.Context(), s.cfg.Secrets, ClusterSecretName(id), creds)

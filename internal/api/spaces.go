@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -57,19 +58,8 @@ func (s *Server) createSpace(w http.ResponseWriter, r *http.Request, p *Principa
 	if len(fields) > 0 {
 		return badRequest("the space request is invalid", fields...)
 	}
-	if req.CloudAccountID != "" {
-		acc, err := s.cfg.Store.GetCloudAccount(r.Context(), p.OrgID, req.CloudAccountID)
-		if errors.Is(err, store.ErrNotFound) {
-			return problem(http.StatusNotFound, "cloud account not found",
-				FieldError{Field: "cloudAccountID", Rule: "exists", Message: "no cloud account " + req.CloudAccountID})
-		}
-		if err != nil {
-			return err
-		}
-		if acc.Provider != req.Provider {
-			return badRequest("provider mismatch", FieldError{Field: "cloudAccountID", Rule: "provider",
-				Message: "the account is for " + acc.Provider + ", the space for " + req.Provider})
-		}
+	if err := s.checkSpaceAccount(r.Context(), p, req.CloudAccountID, req.Provider); err != nil {
+		return err
 	}
 	sp := &store.Space{ID: "spc_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Provider: req.Provider,
 		Region: req.Region, SpaceType: req.SpaceType, CloudAccountID: req.CloudAccountID, Status: "ready",
@@ -183,5 +173,26 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request, p *Principal) e
 		return notFound("type " + pair.String())
 	}
 	writeJSON(w, http.StatusOK, t)
+	return nil
+}
+
+// checkSpaceAccount checks that a space's cloud account, when it names one, is the caller's
+// org's (404 otherwise, as for any other org's object) and is for the space's provider.
+func (s *Server) checkSpaceAccount(ctx context.Context, p *Principal, accountID, provider string) error {
+	if accountID == "" {
+		return nil
+	}
+	acc, err := s.cfg.Store.GetCloudAccount(ctx, p.OrgID, accountID)
+	if errors.Is(err, store.ErrNotFound) {
+		return problem(http.StatusNotFound, "cloud account not found",
+			FieldError{Field: "cloudAccountID", Rule: "exists", Message: "no cloud account " + accountID})
+	}
+	if err != nil {
+		return err
+	}
+	if acc.Provider != provider {
+		return badRequest("provider mismatch", FieldError{Field: "cloudAccountID", Rule: "provider",
+			Message: "the account is for " + acc.Provider + ", the space for " + provider})
+	}
 	return nil
 }
