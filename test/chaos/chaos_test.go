@@ -20,9 +20,8 @@ func TestCrashSafetySQLite(t *testing.T) {
 	kills := 0
 	for kills < 10 {
 		time.Sleep(time.Duration(50+rand.IntN(300)) * time.Millisecond)
-		s.kill(c)
+		s = s.restart()
 		kills++
-		s = c.start()
 	}
 	waitFor(t, "all 200 jobs to complete", 3*time.Minute, func() bool { return s.countStatus(t)["completed"] == 200 })
 	starts := c.verify(t, ids, 5)
@@ -40,13 +39,13 @@ func TestScaleOutPostgres(t *testing.T) {
 	b, victim := c.start(), c.start()
 	waitFor(t, "the victim to run steps", time.Minute, func() bool {
 		for _, e := range c.events(t) {
-			if e.kind == "start" && e.pid == victim.cmd.Process.Pid {
+			if e.kind == "start" && e.pid == victim.Pid() {
 				return true
 			}
 		}
 		return false
 	})
-	victim.kill(c)
+	victim.Kill()
 	waitFor(t, "all 500 jobs to complete", 3*time.Minute, func() bool { return b.countStatus(t)["completed"] == 500 })
 	c.verify(t, ids, 5)
 	busy := map[int]int{}
@@ -72,7 +71,7 @@ func TestFrozenReplicaIsFenced(t *testing.T) {
 	// Freeze the replica at a moment when it has a step in flight (a start with no end yet).
 	var victimJob, victimStep string
 	waitFor(t, "the replica to be frozen mid-step", time.Minute, func() bool {
-		if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := frozen.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		open := map[string]bool{}
@@ -89,27 +88,27 @@ func TestFrozenReplicaIsFenced(t *testing.T) {
 		if open[victimJob+" "+victimStep] {
 			return true
 		}
-		_ = frozen.cmd.Process.Signal(syscall.SIGCONT)
+		_ = frozen.Signal(syscall.SIGCONT)
 		return false
 	})
 	other := c.start()
 	waitFor(t, "all jobs to complete on the other replica", 2*time.Minute, func() bool { return other.countStatus(t)["completed"] == 4 })
 	stoppedAt := len(c.events(t))
-	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := frozen.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	// Give the resumed replica the chance to do the wrong thing: its step finishes (an "end"
 	// line) and its heartbeat or checkpoint then meets a newer token.
 	waitFor(t, "the resumed replica to finish its stale step", 30*time.Second, func() bool {
 		for _, e := range c.events(t)[stoppedAt:] {
-			if e.pid == frozen.cmd.Process.Pid && (e.kind == "end" || e.kind == "abort") {
+			if e.pid == frozen.Pid() && (e.kind == "end" || e.kind == "abort") {
 				return true
 			}
 		}
 		return false
 	})
 	for _, e := range c.events(t)[stoppedAt:] {
-		if e.pid == frozen.cmd.Process.Pid && e.kind == "commit" {
+		if e.pid == frozen.Pid() && e.kind == "commit" {
 			t.Fatalf("the resumed replica committed %s %s", e.job, e.step)
 		}
 	}
@@ -118,7 +117,7 @@ func TestFrozenReplicaIsFenced(t *testing.T) {
 		Infra  map[string]int `json:"infra"`
 	}
 	other.call(t, "GET", "/api/provisioning-jobs/"+victimJob, nil, &j)
-	if j.Status != "completed" || j.Infra[victimStep] == frozen.cmd.Process.Pid {
-		t.Fatalf("job %s after resume: %s, %s written by pid %d (frozen pid %d)", victimJob, j.Status, victimStep, j.Infra[victimStep], frozen.cmd.Process.Pid)
+	if j.Status != "completed" || j.Infra[victimStep] == frozen.Pid() {
+		t.Fatalf("job %s after resume: %s, %s written by pid %d (frozen pid %d)", victimJob, j.Status, victimStep, j.Infra[victimStep], frozen.Pid())
 	}
 }

@@ -2,18 +2,15 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
 // cluster is a set of child servers sharing one database and one execution log.
@@ -26,14 +23,11 @@ type cluster struct {
 	stepMax time.Duration
 
 	mu   sync.Mutex
-	n    int
 	logW *os.File
 }
 
 type server struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
+	*serverproc.Proc
 }
 
 func newCluster(t *testing.T, db string, ttl, stepMax time.Duration) *cluster {
@@ -50,76 +44,33 @@ func newCluster(t *testing.T, db string, ttl, stepMax time.Duration) *cluster {
 
 func (c *cluster) start() *server {
 	c.t.Helper()
-	c.mu.Lock()
-	c.n++
-	n := c.n
-	c.mu.Unlock()
-	addrFile := filepath.Join(c.dir, fmt.Sprintf("addr-%d", n))
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envServe+"=1", envLog+"="+c.logPath, envAddrFile+"="+addrFile,
-		envDB+"="+c.db, envDataDir+"="+filepath.Join(c.dir, "data"), envTTL+"="+c.ttl.String(),
-		envStepMax+"="+c.stepMax.String())
-	stderr, _ := os.Create(filepath.Join(c.dir, fmt.Sprintf("server-%d.log", n)))
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	s := &server{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); stderr.Close(); close(s.done) }()
-	c.t.Cleanup(func() { s.kill(c) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			s.addr = "http://" + string(b)
-			return s
-		}
-		select {
-		case <-s.done:
-			out, _ := os.ReadFile(filepath.Join(c.dir, fmt.Sprintf("server-%d.log", n)))
-			c.t.Fatalf("server exited at start: %s", out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatal("server did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return &server{serverproc.Start(c.t, serverproc.Options{
+		DataDir: filepath.Join(c.dir, "data"), Database: c.db,
+		Env:    []string{envLog + "=" + c.logPath, envTTL + "=" + c.ttl.String(), envStepMax + "=" + c.stepMax.String()},
+		Killed: c.killed,
+	})}
 }
 
-// kill sends SIGKILL and notes it in the execution log once the process is gone, so the
+// killed notes a SIGKILLed server in the execution log once the process is gone, so the
 // checker knows that its open steps ended there.
-func (s *server) kill(c *cluster) {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT)
-	_ = s.cmd.Process.Kill()
-	<-s.done
+func (c *cluster) killed(pid int) {
 	c.mu.Lock()
-	fmt.Fprintf(c.logW, "killed - - %d %d\n", s.cmd.Process.Pid, time.Now().UnixNano())
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(c.logW, "killed - - %d %d\n", pid, time.Now().UnixNano())
+}
+
+// restart SIGKILLs the server and starts another on the same database.
+func (s *server) restart() *server {
+	return &server{s.Restart()}
 }
 
 func (s *server) call(t *testing.T, method, path string, body any, out any) int {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+bootstrapToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
+	st, raw := s.Call(t, "", method, path, body)
 	if out != nil {
-		_ = json.NewDecoder(resp.Body).Decode(out)
+		_ = json.Unmarshal(raw, out)
 	}
-	return resp.StatusCode
+	return st
 }
 
 func (s *server) submit(t *testing.T, n int) []string {

@@ -10,49 +10,34 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
-	"time"
-
 	"testing"
+	"time"
 
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
-	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
+	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
-// Environment of a child server.
+// Environment of a child server, beside what serverproc passes.
 const (
-	envServe    = "GW_CHAOS_SERVE"
-	envLog      = "GW_CHAOS_LOG"
-	envAddrFile = "GW_CHAOS_ADDR_FILE"
-	envDB       = "GW_CHAOS_DB"
-	envDataDir  = "GW_CHAOS_DATA_DIR"
-	envTTL      = "GW_CHAOS_TTL"
-	envStepMax  = "GW_CHAOS_STEP_MAX"
+	envLog     = "GW_CHAOS_LOG"
+	envTTL     = "GW_CHAOS_TTL"
+	envStepMax = "GW_CHAOS_STEP_MAX"
 )
-
-const bootstrapToken = "chaos-token"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envServe) == "1" {
-		os.Exit(serve())
-	}
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
+	serverproc.Main(m, configure)
 }
 
-// serve is the child: a real server whose only family is the logging test family.
-func serve() int {
+// configure makes the child a server whose only family is the logging test family.
+func configure(o *app.Options) error {
 	logf, err := os.OpenFile(os.Getenv(envLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+		return fmt.Errorf("execution log: %w", err)
 	}
 	pid := os.Getpid()
 	var mu sync.Mutex
@@ -89,22 +74,9 @@ func serve() int {
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	err = app.Run(ctx, app.Options{
-		Addr: "127.0.0.1:0", Database: os.Getenv(envDB), DataDir: os.Getenv(envDataDir),
-		BootstrapToken: bootstrapToken, Workers: 4, PollInterval: 50 * time.Millisecond,
-		Owner:     "chaos-" + strconv.Itoa(pid),
-		Logger:    slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Pipelines: []pipeline.Pipeline{pipe}, Publish: publish,
-		Listening: func(addr string) {
-			_ = os.WriteFile(os.Getenv(envAddrFile)+".tmp", []byte(addr), 0o644)
-			_ = os.Rename(os.Getenv(envAddrFile)+".tmp", os.Getenv(envAddrFile))
-		},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		return 1
-	}
-	return 0
+	o.Workers = 4
+	o.Owner = "chaos-" + strconv.Itoa(pid)
+	o.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o.Pipelines, o.Publish = []pipeline.Pipeline{pipe}, publish
+	return nil
 }
