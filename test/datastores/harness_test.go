@@ -4,34 +4,30 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/provider/local/localtest"
+	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
 // env is one Groundwork installation (data dir and job store) that child servers come and go
 // on. It keeps every API answer and the passwords revealed, for the leak scan.
 type env struct {
 	t       *testing.T
-	dir     string // holds the data dir, logs and markers
+	dir     string // holds the data dir and markers
 	dataDir string
 	db      string // "" for SQLite in the data dir
 
 	mu       sync.Mutex
-	n        int
 	answers  []string // every response body, except reveal answers (which carry the value by design)
 	secrets  []string // every value revealed
 	logPaths []string
@@ -47,78 +43,31 @@ func newEnv(t *testing.T, db string) *env {
 	return e
 }
 
+// server is a child server of env as the tests drive it.
 type server struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
+	proc *serverproc.Proc
+	addr string // base URL
 	e    *env
-	tok  string
 }
 
-// start runs a child server; stopAt is "" or one of the points serve() knows.
+// start runs a child server; stopAt is "" or one of the points configure knows.
 func (e *env) start(stopAt string) *server {
-	t := e.t
-	t.Helper()
+	e.t.Helper()
+	p := serverproc.Start(e.t, serverproc.Options{
+		DataDir: e.dataDir, Database: e.db, Token: bootstrapToken,
+		Env: []string{envStopAt + "=" + stopAt, envMarkers + "=" + filepath.Join(e.dir, "markers")},
+	})
 	e.mu.Lock()
-	e.n++
-	n := e.n
-	logPath := filepath.Join(e.dir, fmt.Sprintf("server-%d.log", n))
-	e.logPaths = append(e.logPaths, logPath)
+	e.logPaths = append(e.logPaths, p.LogPath())
 	e.mu.Unlock()
-	addrFile := filepath.Join(e.dir, fmt.Sprintf("addr-%d", n))
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envServe+"=1", envAddrFile+"="+addrFile, envDB+"="+e.db,
-		envDataDir+"="+e.dataDir, envStopAt+"="+stopAt, envMarkers+"="+filepath.Join(e.dir, "markers"))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, done: make(chan struct{}), e: e, tok: bootstrapToken}
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
-	t.Cleanup(s.kill)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			s.addr = "http://" + string(b)
-			return s
-		}
-		select {
-		case <-s.done:
-			out, _ := os.ReadFile(logPath)
-			t.Fatalf("server exited at start: %s", out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return &server{proc: p, addr: p.URL, e: e}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func (s *server) kill() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
+func (s *server) kill() { s.proc.Kill() }
 
 // stop shuts the server down gracefully.
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		s.kill()
-	}
-}
+func (s *server) stop() { s.proc.Stop() }
 
 type reply struct {
 	status int
@@ -148,30 +97,18 @@ func (r reply) field() string {
 
 func (s *server) call(t *testing.T, method, path string, body any) reply {
 	t.Helper()
-	return s.callAs(t, s.tok, method, path, body)
+	return s.callAs(t, s.proc.Token, method, path, body)
 }
 
 func (s *server) callAs(t *testing.T, tok, method, path string, body any) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if path != "/api/secrets/reveal" || resp.StatusCode != http.StatusOK {
+	status, raw := s.proc.CallAs(t, tok, method, path, body)
+	if path != "/api/secrets/reveal" || status != http.StatusOK {
 		s.e.mu.Lock()
 		s.e.answers = append(s.e.answers, string(raw))
 		s.e.mu.Unlock()
 	}
-	return reply{status: resp.StatusCode, raw: raw}
+	return reply{status: status, raw: raw}
 }
 
 // must calls and fails the test unless the answer has status want.
@@ -270,7 +207,7 @@ func (e *env) waitMarkers(t *testing.T, s *server, ids ...string) {
 				break
 			}
 			select {
-			case <-s.done:
+			case <-s.proc.Done():
 				t.Fatalf("server exited before reaching its stop point for %s", id)
 			default:
 			}

@@ -6,27 +6,19 @@ package datastores
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
-
 	"testing"
+	"time"
 
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/datastore"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
-	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
+	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
-// Environment of a child server.
+// Environment of a child server, beside what serverproc passes.
 const (
-	envServe    = "GW_DS_SERVE"
-	envAddrFile = "GW_DS_ADDR_FILE"
-	envDB       = "GW_DS_DB"
-	envDataDir  = "GW_DS_DATA_DIR"
 	// envStopAt names the point where the child stops (and waits to be killed), writing a
 	// marker file per job into envMarkers first: "create_server" (after the server process
 	// started, before the step's checkpoint) or "database_ready" (after CREATE DATABASE and
@@ -38,17 +30,11 @@ const (
 const bootstrapToken = "datastores-test-token"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envServe) == "1" {
-		os.Exit(serve())
-	}
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
+	serverproc.Main(m, configure)
 }
 
-func serve() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+// configure makes the child a server that runs datastores, stopping where envStopAt says.
+func configure(o *app.Options) error {
 	opts := app.DatastoreOptions{Poll: 100 * time.Millisecond, LeaseTTL: 3 * time.Second}
 	markers := os.Getenv(envMarkers)
 	switch os.Getenv(envStopAt) {
@@ -62,23 +48,10 @@ func serve() int {
 			return stopBeforeReady{Records: r, markers: markers}
 		}
 	}
-	err := app.Run(ctx, app.Options{
-		Addr: "127.0.0.1:0", Database: os.Getenv(envDB), DataDir: os.Getenv(envDataDir),
-		BootstrapToken: bootstrapToken, Workers: 4, PollInterval: 50 * time.Millisecond,
-		// Info level and JSON: the logs the leak scan reads are the ones an operator keeps.
-		Logger:     slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Datastores: opts,
-		Listening: func(addr string) {
-			f := os.Getenv(envAddrFile)
-			_ = os.WriteFile(f+".tmp", []byte(addr), 0o644)
-			_ = os.Rename(f+".tmp", f)
-		},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		return 1
-	}
-	return 0
+	o.Workers, o.Datastores = 4, opts
+	// Debug level and JSON: the leak scan reads the most a server logs, as an operator keeps it.
+	o.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return nil
 }
 
 // park writes the marker and blocks until the process is killed (or shut down).
