@@ -66,7 +66,7 @@ func (s *server) restart() *server {
 
 func (s *server) call(t *testing.T, method, path string, body any, out any) int {
 	t.Helper()
-	st, raw := s.Call(t, "", method, path, body)
+	st, raw := s.Call(t, method, path, body)
 	if out != nil {
 		_ = json.Unmarshal(raw, out)
 	}

@@ -233,14 +233,16 @@ func (p *Proc) Log() string {
 	return string(b)
 }
 
-// Call sends body (JSON, when not nil) to the server with token, or the bootstrap token when
-// token is "", and returns the answer's status and body. A request that gets no answer fails
-// the test.
-func (p *Proc) Call(t testing.TB, token, method, path string, body any) (int, []byte) {
+// Call sends body (JSON, when not nil) to the server as the bootstrap admin and returns the
+// answer's status and body. A request that gets no answer fails the test.
+func (p *Proc) Call(t testing.TB, method, path string, body any) (int, []byte) {
 	t.Helper()
-	if token == "" {
-		token = p.Token
-	}
+	return p.CallAs(t, p.Token, method, path, body)
+}
+
+// CallAs is Call with token.
+func (p *Proc) CallAs(t testing.TB, token, method, path string, body any) (int, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)

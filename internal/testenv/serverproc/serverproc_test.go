@@ -24,10 +24,10 @@ func TestKillRestartStop(t *testing.T) {
 	t.Parallel()
 	var killed []int
 	p := Start(t, Options{Killed: func(pid int) { killed = append(killed, pid) }})
-	if st, raw := p.Call(t, "", "POST", "/api/spaces", map[string]string{"name": "kept", "provider": "local", "region": "local"}); st != http.StatusCreated {
+	if st, raw := p.Call(t, "POST", "/api/spaces", map[string]string{"name": "kept", "provider": "local", "region": "local"}); st != http.StatusCreated {
 		t.Fatalf("create space: %d %s", st, raw)
 	}
-	if st, _ := p.Call(t, "not-the-token", "GET", "/api/spaces", nil); st != http.StatusUnauthorized {
+	if st, _ := p.CallAs(t, "not-the-token", "GET", "/api/spaces", nil); st != http.StatusUnauthorized {
 		t.Fatalf("wrong token answered %d, want 401", st)
 	}
 
@@ -44,7 +44,7 @@ func TestKillRestartStop(t *testing.T) {
 	if q.Pid() == first || q.Token != p.Token {
 		t.Fatalf("restart: pid %d (was %d), same token %v", q.Pid(), first, q.Token == p.Token)
 	}
-	st, raw := q.Call(t, "", "GET", "/api/spaces", nil)
+	st, raw := q.Call(t, "GET", "/api/spaces", nil)
 	var list struct {
 		Data []struct{ Name string } `json:"data"`
 	}
