@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
+	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
 // gw is a Groundwork server as the tests talk to it: a base URL and the admin token.
@@ -210,55 +209,17 @@ func clientset(t *testing.T, env *kubeenv.Env) kubernetes.Interface {
 // child is a Groundwork server running as a child process (the test binary in serve mode).
 type child struct {
 	*gw
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *serverproc.Proc
+	done <-chan struct{}
 	log  string
 }
 
-// startChild runs a child server on dataDir; n numbers its log and address files.
+// startChild runs a child server on dataDir; its log is server-<n>.log in dir.
 func startChild(t *testing.T, dir, dataDir string, n int) *child {
 	t.Helper()
-	addrFile := filepath.Join(dir, fmt.Sprintf("addr-%d", n))
-	logPath := filepath.Join(dir, fmt.Sprintf("server-%d.log", n))
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envServe+"=1", envAddrFile+"="+addrFile, envDataDir+"="+dataDir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() { _ = cmd.Wait(); logf.Close(); close(c.done) }()
-	t.Cleanup(c.kill)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			c.gw = &gw{url: "http://" + string(b), token: childToken}
-			return c
-		}
-		select {
-		case <-c.done:
-			out, _ := os.ReadFile(logPath)
-			t.Fatalf("server exited at start: %s", out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("server did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	p := serverproc.Start(t, serverproc.Options{DataDir: dataDir, LogFile: filepath.Join(dir, fmt.Sprintf("server-%d.log", n))})
+	return &child{gw: &gw{url: p.URL, token: p.Token}, proc: p, done: p.Done(), log: p.LogPath()}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func (c *child) kill() {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Kill()
-	<-c.done
-}
+func (c *child) kill() { c.proc.Kill() }

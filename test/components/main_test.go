@@ -7,36 +7,21 @@
 package components
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/app"
-	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
+	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
-// Environment of a child server.
-const (
-	envServe    = "GW_COMP_SERVE"
-	envAddrFile = "GW_COMP_ADDR_FILE"
-	envDataDir  = "GW_COMP_DATA_DIR"
-)
-
-const childToken = "components-test-token"
-
+// TestMain makes a child process the server of the SIGKILL test.
 func TestMain(m *testing.M) {
-	if os.Getenv(envServe) == "1" {
-		os.Exit(serve())
-	}
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
+	serverproc.Main(m, func(o *app.Options) error {
+		o.Workers, o.Components = 2, componentOptions()
+		return nil
+	})
 }
 
 // componentOptions is how every test server runs the component family: the test catalog and
@@ -52,25 +37,4 @@ func componentOptions() app.ComponentOptions {
 		LeaseTTL:    3 * time.Second,
 		HookTimeout: 2 * time.Minute,
 	}
-}
-
-// serve is the child server of the SIGKILL test.
-func serve() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	err := app.Run(ctx, app.Options{
-		Addr: "127.0.0.1:0", DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,
-		Workers: 2, PollInterval: 50 * time.Millisecond, Components: componentOptions(),
-		Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Listening: func(addr string) {
-			f := os.Getenv(envAddrFile)
-			_ = os.WriteFile(f+".tmp", []byte(addr), 0o644)
-			_ = os.Rename(f+".tmp", f)
-		},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serve:", err)
-		return 1
-	}
-	return 0
 }
