@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +16,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/testenv/deployctl"
 	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
 )
 
@@ -104,17 +104,7 @@ func waitComponentJob(t *testing.T, srv *apptest.Server, cs kubernetes.Interface
 		if j.Status == job.StatusFailed || time.Now().After(deadline) {
 			t.Fatalf("job %s is %s, want %s: %+v", id, j.Status, want, j.Failure)
 		}
-		if dep, err := cs.AppsV1().Deployments("demo-system").Get(t.Context(), "demo", metav1.GetOptions{}); err == nil && dep.Status.ObservedGeneration != dep.Generation {
-			n := *dep.Spec.Replicas
-			dep.Status = appsv1.DeploymentStatus{
-				ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-				Conditions: []appsv1.DeploymentCondition{
-					{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
-					{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
-				},
-			}
-			_, _ = cs.AppsV1().Deployments("demo-system").UpdateStatus(t.Context(), dep, metav1.UpdateOptions{})
-		}
+		deployctl.MarkAvailable(t, cs, "demo-system", "demo")
 		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -10,15 +10,13 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/testenv/deployctl"
 	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
 	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
@@ -129,7 +127,7 @@ func (g *gw) job(t *testing.T, id string) *job.Job {
 
 // waitJob polls the job until it has status want and fails on any other settled status. The
 // test API server has no controller manager, so while it waits it plays the deployment
-// controller for the demo release (see markAvailable).
+// controller for the demo release (deployctl).
 func (g *gw) waitJob(t *testing.T, cs kubernetes.Interface, id string, want job.Status) *job.Job {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -146,7 +144,7 @@ func (g *gw) waitJob(t *testing.T, cs kubernetes.Interface, id string, want job.
 			t.Fatalf("job %s still %s (%s), want %s", id, j.Status, j.Phase, want)
 		}
 		if cs != nil {
-			markAvailable(t, cs, "demo-system", "demo")
+			deployctl.MarkAvailable(t, cs, "demo-system", "demo")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -166,34 +164,6 @@ func (g *gw) waitSpace(t *testing.T, id, want string) {
 			t.Fatalf("space %s still %s, want %s", id, sp.Status, want)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// markAvailable writes the status the deployment controller would once the deployment's pods
-// are up, for its current generation; a deployment not created yet is left for the next look.
-func markAvailable(t *testing.T, cs kubernetes.Interface, ns, name string) {
-	t.Helper()
-	deps := cs.AppsV1().Deployments(ns)
-	dep, err := deps.Get(t.Context(), name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dep.Status.ObservedGeneration == dep.Generation && dep.Status.AvailableReplicas == *dep.Spec.Replicas {
-		return
-	}
-	n := *dep.Spec.Replicas
-	dep.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	if _, err := deps.UpdateStatus(t.Context(), dep, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-		t.Fatal(err)
 	}
 }
 
