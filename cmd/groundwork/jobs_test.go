@@ -92,3 +92,37 @@ func TestJobsCLI(t *testing.T) {
 		t.Fatalf("watch does not show the fix hint: %v\n%s", err, out)
 	}
 }
+
+// Every example spec the README points to is accepted as written (with a real space), so the
+// tour does not start with a validation error.
+func TestExampleSpecsAreAccepted(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, app.Options{})
+	out, err := run(t, srv.URL, srv.Token, "-o", "json", "spaces", "create", "--name", "examples")
+	if err != nil {
+		t.Fatalf("spaces create: %v\n%s", err, out)
+	}
+	var sp struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &sp); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := filepath.Glob("../../examples/specs/*.yaml")
+	if err != nil || len(specs) == 0 {
+		t.Fatalf("no example specs: %v", err)
+	}
+	for _, path := range specs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As the README says: put in the space's id. Draft, so nothing starts.
+		spec := strings.Replace(string(b), "spc_REPLACE_ME", sp.ID, 1) + "draft: true\n"
+		file := filepath.Join(t.TempDir(), filepath.Base(path))
+		if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run(t, srv.URL, srv.Token, "jobs", "create", "-f", file); err != nil {
+			t.Errorf("%s is refused: %v\n%s", path, err, out)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func validateConfig(c Config, mode job.Mode) error {
 		return &ds.FieldError{Field: "config.version", Rule: ds.RulePattern, Message: "must be digits and dots, e.g. 15 or 15.4"}
 	}
 	if c.Name != "" {
-		if err := ds.ValidateName(c.Engine, "config.name", c.Name); err != nil {
+		if err := validateServerName(c.Name); err != nil {
 			return err
 		}
 	}
@@ -123,4 +123,21 @@ func PrepareAdopt(ctx context.Context, store secrets.SecretStore, jobID string, 
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	return out, nil
+}
+
+// validateServerName checks a datastore's name by the catalog's rule for resource names
+// (internal/catalog: lower-case letters, digits and dashes, a letter first, at most 63): it is
+// a label, not an SQL identifier (cloud identifiers derive from the job), and the two checks a
+// request meets must agree. The set still keeps quotes, spaces and unicode out.
+func validateServerName(name string) error {
+	if len(name) > 63 {
+		return &ds.FieldError{Field: "config.name", Rule: ds.RuleMaxLength, Message: "must be at most 63 characters"}
+	}
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-')) {
+			return &ds.FieldError{Field: "config.name", Rule: ds.RulePattern,
+				Message: "must start with a lower-case letter and hold only lower-case letters, digits and dashes"}
+		}
+	}
+	return nil
 }

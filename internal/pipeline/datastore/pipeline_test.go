@@ -233,6 +233,8 @@ func TestHostileConfigRefused(t *testing.T) {
 		"engine":    {map[string]any{"engine": "oracle"}, "config.engine"},
 		"version":   {map[string]any{"engine": "postgres", "version": "15; rm -rf /"}, "config.version"},
 		"password":  {map[string]any{"engine": "postgres", "adminPassword": "x"}, "config.adminPassword"},
+		// The catalog's rule for names: dashes, not underscores (both checks must agree).
+		"underscore": {map[string]any{"engine": "postgres", "name": "checkout_db"}, "config.name"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
