@@ -107,8 +107,18 @@ func TestFrozenReplicaIsFenced(t *testing.T) {
 		}
 		return false
 	})
+	// The freeze can fall between a checkpoint's commit in the database and its "commit" line,
+	// which the resumed replica then writes late. Such a step was done before the other replica
+	// took its job over, so the other never ran it; every step the other ran, the resumed
+	// replica must not commit.
+	ranByOther := map[string]bool{}
+	for _, e := range c.events(t)[:stoppedAt] {
+		if e.pid == other.Pid() && e.kind == "start" {
+			ranByOther[e.job+" "+e.step] = true
+		}
+	}
 	for _, e := range c.events(t)[stoppedAt:] {
-		if e.pid == frozen.Pid() && e.kind == "commit" {
+		if e.pid == frozen.Pid() && e.kind == "commit" && ranByOther[e.job+" "+e.step] {
 			t.Fatalf("the resumed replica committed %s %s", e.job, e.step)
 		}
 	}
