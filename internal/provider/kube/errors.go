@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -15,13 +16,14 @@ import (
 
 // Codes of the user_action and transient errors this package returns.
 const (
-	CodeUnreachable     = "ClusterUnreachable"
-	CodeUnauthorized    = "ClusterUnauthorized"
-	CodeForbidden       = "ClusterForbidden"
-	CodeCertificate     = "ClusterCertificate"
-	CodeInvalidChart    = "InvalidChart"
-	CodeInvalidValues   = "InvalidValues"
-	CodeReleaseConflict = "ReleaseConflict"
+	CodeUnreachable      = "ClusterUnreachable"
+	CodeUnauthorized     = "ClusterUnauthorized"
+	CodeForbidden        = "ClusterForbidden"
+	CodeCertificate      = "ClusterCertificate"
+	CodeInvalidChart     = "InvalidChart"
+	CodeChartCertificate = "ChartRepositoryCertificate"
+	CodeInvalidValues    = "InvalidValues"
+	CodeReleaseConflict  = "ReleaseConflict"
 )
 
 const reRegisterHint = "register the cluster again with credentials that are valid now"
@@ -37,15 +39,12 @@ func classify(op string, err error) error {
 		return err
 	}
 	wrapped := fmt.Errorf("%s: %w", op, err)
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var certErr x509.CertificateInvalidError
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return fault.UserAction(wrapped, CodeUnauthorized, reRegisterHint, "")
 	case apierrors.IsForbidden(err):
 		return fault.UserAction(wrapped, CodeForbidden, "grant the registered identity cluster-admin, or register the cluster with one that has it", "")
-	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &certErr):
+	case isCertificate(err):
 		return fault.UserAction(wrapped, CodeCertificate, "register the cluster again with the CA that signed its API server certificate", "")
 	case isUnreachable(err):
 		return transient(wrapped, CodeUnreachable)
@@ -85,4 +84,13 @@ func isUnreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// isCertificate reports whether err is a server certificate that does not verify.
+func isCertificate(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var certErr x509.CertificateInvalidError
+	var verifyErr *tls.CertificateVerificationError
+	return errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &certErr) || errors.As(err, &verifyErr)
 }

@@ -489,7 +489,12 @@ func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) 
 	}
 	p, err := loc.LocateChart(name, settings)
 	if err != nil {
-		// A repository that does not answer may come back; a chart it lacks will not.
+		// A repository that does not answer may come back; a chart it lacks will not, nor will a
+		// certificate this server does not trust.
+		if isCertificate(err) {
+			return "", fault.UserAction(fmt.Errorf("fetch chart %s: %w", name, err), CodeChartCertificate,
+				"the chart repository's certificate does not verify: give the CA that signed it with serve --chart-ca-file (GROUNDWORK_CHART_CA_FILE), or fix the certificate", "")
+		}
 		if isUnreachable(err) {
 			return "", transient(fmt.Errorf("fetch chart %s: %w", name, err), "ChartRepositoryUnreachable")
 		}
