@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +19,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/testenv/deployctl"
 	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
 )
 
@@ -148,7 +148,7 @@ func (b *bundle) apply(t *testing.T, j *job.Job) {
 	if res.Outcome != pipeline.OutcomeWait {
 		t.Fatalf("wait-ready before any rollout = %+v, want wait", res)
 	}
-	markAvailable(t, b.cs, "demo-system", "demo")
+	deployctl.MarkAvailable(t, b.cs, "demo-system", "demo")
 	deadline := time.Now().Add(30 * time.Second)
 	for res.Outcome == pipeline.OutcomeWait {
 		if time.Now().After(deadline) {
@@ -284,28 +284,6 @@ func TestUnreachableClusterIsTransientThenCompletes(t *testing.T) {
 	b.apply(t, j)
 	if _, err := b.cs.CoreV1().ConfigMaps("demo-system").Get(t.Context(), "demo-config", metav1.GetOptions{}); err != nil {
 		t.Fatalf("configmap after retry: %v", err)
-	}
-}
-
-// markAvailable writes the status the deployment controller would once its pods are up; no
-// controller manager runs beside the test API server.
-func markAvailable(t *testing.T, cs kubernetes.Interface, ns, name string) {
-	t.Helper()
-	deps := cs.AppsV1().Deployments(ns)
-	dep, err := deps.Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := *dep.Spec.Replicas
-	dep.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	if _, err := deps.UpdateStatus(t.Context(), dep, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 

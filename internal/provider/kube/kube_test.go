@@ -13,13 +13,13 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/testenv/deployctl"
 	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
 )
 
@@ -159,7 +159,7 @@ func TestOnAPIServer(t *testing.T) {
 		if r.Ready || len(r.Pending) != 1 || !strings.HasPrefix(r.Pending[0], "Deployment/demo") {
 			t.Fatalf("readiness before the rollout = %+v", r)
 		}
-		markAvailable(t, cluster, "lifecycle", "demo")
+		deployctl.MarkAvailable(t, cluster.Clientset(), "lifecycle", "demo")
 		if r, err := in.Ready(ctx, "demo", "lifecycle"); err != nil || !r.Ready {
 			t.Fatalf("readiness after the rollout = %+v, %v", r, err)
 		}
@@ -393,27 +393,6 @@ func TestUnreachableClusterIsTransient(t *testing.T) {
 	st, err := in.InstallOrUpgrade(t.Context(), rel)
 	if err != nil || st.Status != "deployed" {
 		t.Fatalf("retry after the API server came back = %+v, %v", st, err)
-	}
-}
-
-// markAvailable writes the status a deployment controller would once the pods are up.
-func markAvailable(t *testing.T, c *Cluster, ns, name string) {
-	t.Helper()
-	deps := c.Clientset().AppsV1().Deployments(ns)
-	dep, err := deps.Get(t.Context(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := *dep.Spec.Replicas
-	dep.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: "True", Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: "True", Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	if _, err := deps.UpdateStatus(t.Context(), dep, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 
