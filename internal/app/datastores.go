@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
-	"github.com/groundworkhq/groundwork/internal/provider/aws"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -58,7 +56,7 @@ type datastoreParts struct {
 
 // wireDatastores builds the datastore pipeline over the local provider (servers under
 // DataDir/datastores) and the secret store.
-func wireDatastores(o Options, st store.Store, sec secrets.SecretStore) (*datastoreParts, error) {
+func wireDatastores(o Options, st store.Store, sec secrets.SecretStore, awsp *awsParts) (*datastoreParts, error) {
 	recs, ok := st.(datastoreRecords)
 	if !ok {
 		o.Logger.Warn("the store keeps no datastore records; the datastore family is off", "store", fmt.Sprintf("%T", st))
@@ -78,10 +76,9 @@ func wireDatastores(o Options, st store.Store, sec secrets.SecretStore) (*datast
 	d := &datastoreParts{records: recs, secrets: sec, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
 	d.pipeline = &datastorePipeline{
-		Pipeline: dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": drv, "aws": newAWSParts(o.AWS, st, sec).datastoreDriver()}, Secrets: sec, Poll: o.Datastores.Poll}),
+		Pipeline: dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": drv, "aws": awsp.datastoreDriver()}, Secrets: sec, Poll: o.Datastores.Poll}),
 		parts:    d,
 		leaseTTL: o.Datastores.LeaseTTL,
-		poll:     cmp.Or(o.Datastores.Poll, 2*time.Second),
 	}
 	return d, nil
 }
@@ -196,8 +193,6 @@ type datastorePipeline struct {
 	*dspipe.Pipeline
 	parts    *datastoreParts
 	leaseTTL time.Duration
-	// poll is the wait between looks at a server or network a cloud is deleting.
-	poll time.Duration
 }
 
 // LeaseTTL implements pipeline.Pipeline.
@@ -234,21 +229,10 @@ func (p *datastorePipeline) Validate(ctx context.Context, j *job.Job) error {
 }
 
 // Steps implements pipeline.Pipeline: the same steps, with register's undo first forgetting
-// the job's databases and connections, and the server's and network's undo waiting (not
-// failing) while a cloud is still deleting them.
+// the job's databases and connections.
 func (p *datastorePipeline) Steps(j *job.Job) []pipeline.Step {
 	steps := p.Pipeline.Steps(j)
 	for i := range steps {
-		if steps[i].Name == dspipe.StepCreateServer || steps[i].Name == dspipe.StepNetwork {
-			undo := steps[i].Undo
-			steps[i].Undo = func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-				res, err := undo(ctx, r)
-				if errors.Is(err, aws.ErrStillDeleting) {
-					return pipeline.Wait(p.poll, err.Error(), nil), nil
-				}
-				return res, err
-			}
-		}
 		if steps[i].Name != dspipe.StepRegister {
 			continue
 		}

@@ -188,8 +188,12 @@ func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.R
 	if rn.adopt {
 		return pipeline.Skip("adopted datastore: nothing to undo"), nil
 	}
-	if err := rn.driver.Network.Delete(ctx, NetworkParams{JobID: r.Job.ID, Engine: rn.cfg.Engine}); err != nil {
+	gone, err := rn.driver.Network.Delete(ctx, NetworkParams{JobID: r.Job.ID, Engine: rn.cfg.Engine})
+	if err != nil {
 		return pipeline.Result{}, err
+	}
+	if !gone {
+		return pipeline.Wait(p.poll, "waiting for the network to be deleted", nil), nil
 	}
 	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
 }
@@ -295,8 +299,12 @@ func (p *Pipeline) deleteServer(ctx context.Context, r *pipeline.Run) (pipeline.
 	if rn.adopt {
 		return pipeline.Done(map[string]any{InfraServer: nil}), nil
 	}
-	if err := rn.driver.Servers.Delete(ctx, DeleteParams{JobID: r.Job.ID, Engine: rn.cfg.Engine}); err != nil {
+	gone, err := rn.driver.Servers.Delete(ctx, DeleteParams{JobID: r.Job.ID, Engine: rn.cfg.Engine})
+	if err != nil {
 		return pipeline.Result{}, err
+	}
+	if !gone {
+		return pipeline.Wait(p.poll, "waiting for the server to be deleted", nil), nil
 	}
 	return pipeline.Done(map[string]any{InfraServer: nil}), nil
 }

@@ -275,15 +275,17 @@ func (r refusing) Create(context.Context, dspipe.CreateParams) (dspipe.ServerInf
 func (r refusing) Status(context.Context, dspipe.StatusParams) (dspipe.ServerStatus, error) {
 	return dspipe.ServerStatus{}, r.fail("Status")
 }
-func (r refusing) Delete(context.Context, dspipe.DeleteParams) error { return r.fail("Delete") }
+func (r refusing) Delete(context.Context, dspipe.DeleteParams) (bool, error) {
+	return false, r.fail("Delete")
+}
 func (r refusing) Ensure(context.Context, dspipe.NetworkParams) (map[string]any, error) {
 	return nil, r.fail("Network.Ensure")
 }
 
 type refusingNet struct{ refusing }
 
-func (r refusingNet) Delete(context.Context, dspipe.NetworkParams) error {
-	return r.fail("Network.Delete")
+func (r refusingNet) Delete(context.Context, dspipe.NetworkParams) (bool, error) {
+	return false, r.fail("Network.Delete")
 }
 
 func TestAdoptTouchesNothing(t *testing.T) {
@@ -337,5 +339,64 @@ func TestAdoptTouchesNothing(t *testing.T) {
 	}
 	if fault.ClassOf(last) != job.ClassUserAction {
 		t.Fatalf("adopt with a wrong password = %v, want user_action", last)
+	}
+}
+
+// slowGone is a driver whose deletes take a few looks to finish, as a cloud's do.
+type slowGone struct {
+	dspipe.Servers
+	net        dspipe.Network
+	looks      int
+	server, nw *int
+}
+
+func (s slowGone) Delete(ctx context.Context, p dspipe.DeleteParams) (bool, error) {
+	if *s.server++; *s.server < s.looks {
+		return false, nil
+	}
+	return s.Servers.Delete(ctx, p)
+}
+
+type slowGoneNet struct{ slowGone }
+
+func (s slowGoneNet) Ensure(ctx context.Context, p dspipe.NetworkParams) (map[string]any, error) {
+	return s.net.Ensure(ctx, p)
+}
+
+func (s slowGoneNet) Delete(ctx context.Context, p dspipe.NetworkParams) (bool, error) {
+	if *s.nw++; *s.nw < s.looks {
+		return false, nil
+	}
+	return s.net.Delete(ctx, p)
+}
+
+// A server or network the driver has not finished deleting keeps its undo step waiting (the
+// record stays in infra) until the driver says it is gone; only then is the step done.
+func TestUndoWaitsUntilGone(t *testing.T) {
+	t.Parallel()
+	localtest.RequireEngine(t, ds.EngineRedis)
+	var servers, networks int
+	b := setup(t, t.TempDir(), func(p *local.Provider) map[string]dspipe.Driver {
+		d := p.Driver()
+		sg := slowGone{Servers: d.Servers, net: d.Network, looks: 3, server: &servers, nw: &networks}
+		return map[string]dspipe.Driver{"local": {Servers: sg, Network: slowGoneNet{sg}}}
+	})
+	j := newJob("job_slowgone", job.ModeCreate, map[string]any{"engine": "redis"})
+	b.apply(t, j)
+	for _, s := range b.pipe.Steps(j) {
+		if s.Name != dspipe.StepCreateServer {
+			continue
+		}
+		res, err := s.Undo(context.Background(), &pipeline.Run{Job: j, Step: s.Name, Attempt: 1, Logger: b.logger})
+		if _, forgets := res.Infra[dspipe.InfraServer]; err != nil || res.Outcome != pipeline.OutcomeWait || forgets {
+			t.Fatalf("first undo of a server not yet gone = %+v, %v; want a wait that keeps the record", res, err)
+		}
+	}
+	b.teardown(t, j)
+	if servers != 3 || networks != 3 {
+		t.Fatalf("deletes asked %d (server) and %d (network) times; want 3 each, the last one gone", servers, networks)
+	}
+	if ok, _ := (&pipeline.Run{Job: j}).Infra(dspipe.InfraServer, new(map[string]any)); ok {
+		t.Fatalf("server still recorded after teardown: %s", j.Infra)
 	}
 }

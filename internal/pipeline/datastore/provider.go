@@ -24,14 +24,17 @@ type Servers interface {
 	Check(ctx context.Context, p CheckParams) (CheckResult, error)
 	Create(ctx context.Context, p CreateParams) (ServerInfo, error)
 	Status(ctx context.Context, p StatusParams) (ServerStatus, error)
-	Delete(ctx context.Context, p DeleteParams) error
+	// Delete deletes the job's server, or goes on deleting it: gone is false while the cloud is
+	// still at it (an RDS instance takes minutes), and the step asks again later.
+	Delete(ctx context.Context, p DeleteParams) (gone bool, err error)
 }
 
 // Network places a datastore where its clients can reach it (a subnet group, a private
 // service connection...). Ensure returns what it created, to be recorded in infra.
 type Network interface {
 	Ensure(ctx context.Context, p NetworkParams) (map[string]any, error)
-	Delete(ctx context.Context, p NetworkParams) error
+	// Delete is as Servers.Delete, for what Ensure made.
+	Delete(ctx context.Context, p NetworkParams) (gone bool, err error)
 }
 
 // CheckParams asks whether a server can be made.

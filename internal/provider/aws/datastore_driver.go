@@ -2,10 +2,8 @@ package aws
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 )
 
@@ -123,26 +121,13 @@ func (d DatastoreDriver) Status(ctx context.Context, p dspipe.StatusParams) (dsp
 	return dspipe.ServerStatus{Ready: st.Ready, Message: fmt.Sprintf("%s is %s", st.ID, st.Status)}, nil
 }
 
-// ErrStillDeleting says a datastore's server or network is being deleted and is not gone yet
-// (an RDS instance takes minutes). dspipe.Servers and dspipe.Network have no "call again", so
-// Delete returns it as a transient fault; the server wires the undo steps to wait and look
-// again on it, since the engine's few transient retries would give up long before AWS is done.
-var ErrStillDeleting = errors.New("still being deleted")
-
-// Delete implements dspipe.Servers; a server not gone yet is ErrStillDeleting.
-func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) error {
+// Delete implements dspipe.Servers: gone once RDS or ElastiCache no longer has the server.
+func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) (bool, error) {
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	done, err := pl.P.DeleteDatastore(ctx, DatastoreSpec{Tags: pl.Tags, Engine: string(p.Engine)})
-	if err != nil {
-		return err
-	}
-	if !done {
-		return fault.Transient(fmt.Errorf("datastore of %s: %w", p.JobID, ErrStillDeleting))
-	}
-	return nil
+	return pl.P.DeleteDatastore(ctx, DatastoreSpec{Tags: pl.Tags, Engine: string(p.Engine)})
 }
 
 // Ensure implements dspipe.Network: the subnets the server goes into.
@@ -157,19 +142,12 @@ func (d DatastoreNetwork) Ensure(ctx context.Context, p dspipe.NetworkParams) (m
 	return map[string]any{"provider": "aws", "subnetIDs": pl.SubnetIDs}, nil
 }
 
-// Delete implements dspipe.Network: the job's own network, if it made one; a network not gone
-// yet is ErrStillDeleting.
-func (d DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) error {
+// Delete implements dspipe.Network: the job's own network, if it made one; gone once it no
+// longer exists.
+func (d DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) (bool, error) {
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	done, err := pl.P.DeleteNetwork(ctx, pl.Tags)
-	if err != nil {
-		return err
-	}
-	if !done {
-		return fault.Transient(fmt.Errorf("network of %s: %w", p.JobID, ErrStillDeleting))
-	}
-	return nil
+	return pl.P.DeleteNetwork(ctx, pl.Tags)
 }

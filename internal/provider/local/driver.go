@@ -74,8 +74,12 @@ func (s Servers) Status(ctx context.Context, p dspipe.StatusParams) (dspipe.Serv
 }
 
 // Delete implements dspipe.Servers.
-func (s Servers) Delete(ctx context.Context, p dspipe.DeleteParams) error {
-	return s.P.Delete(ctx, p.JobID)
+// The local server is stopped and removed in the call.
+func (s Servers) Delete(ctx context.Context, p dspipe.DeleteParams) (bool, error) {
+	if err := s.P.Delete(ctx, p.JobID); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Ensure implements dspipe.Network.
@@ -84,4 +88,4 @@ func (Network) Ensure(context.Context, dspipe.NetworkParams) (map[string]any, er
 }
 
 // Delete implements dspipe.Network.
-func (Network) Delete(context.Context, dspipe.NetworkParams) error { return nil }
+func (Network) Delete(context.Context, dspipe.NetworkParams) (bool, error) { return true, nil }
