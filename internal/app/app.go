@@ -116,9 +116,12 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	// An AWS datastore job's credentials go to its account's Secrets Manager, all else stays local.
-	sec = awsDatastoreSecrets{local: sec, aws: newAWSParts(o.AWS, st, sec)}
-	dsp, err := wireDatastores(o, st, sec)
+	// One set of opened AWS providers for every AWS user here. Cloud account credentials live in
+	// the server's own store; an AWS datastore job's credentials go to its account's Secrets
+	// Manager, all else stays local.
+	awsp := newAWSParts(o.AWS, st, sec)
+	sec = awsDatastoreSecrets{local: sec, aws: awsp}
+	dsp, err := wireDatastores(o, st, sec, awsp)
 	if err != nil {
 		return err
 	}
@@ -128,7 +131,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 	pipes := o.Pipelines
 	if pipes == nil {
-		awsp := newAWSParts(o.AWS, st, sec)
 		awsp.components = cmp.bootstrap(awsp.clusterToken)
 		awsp.spaces = createdClusterSpaces{st}
 		cmp.mint.fn = awsp.spaceToken
