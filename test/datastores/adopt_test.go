@@ -15,7 +15,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/provider/local/localtest"
 	"github.com/groundworkhq/groundwork/internal/secrets"
-	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
 )
 
 // adoptedJob is the part of a job answer adoption is judged on.
@@ -58,39 +57,24 @@ type adoptedInfra struct {
 func TestAdopt(t *testing.T) {
 	t.Parallel()
 	requireEngines(t)
-	stores := map[string]func(t *testing.T) string{
-		"sqlite":   func(*testing.T) string { return "" },
-		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
-	}
-	for name, db := range stores {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, db(t))
-			s := e.start("")
-			spaceID := s.space(t)
-			t.Run("engines", func(t *testing.T) {
-				for _, eng := range datastore.Engines {
-					t.Run(string(eng), func(t *testing.T) {
-						t.Parallel()
-						adopt(t, e, s, spaceID, eng)
-					})
-				}
-			})
-			// Groundwork ran no server for any adopted job: its datastores folder stayed empty.
-			entries, err := os.ReadDir(filepath.Join(e.dataDir, "datastores"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, en := range entries {
-				t.Errorf("Groundwork's datastores folder holds %s after adopt-only jobs", en.Name())
-			}
-			s.stop()
-			e.scan(t)
-			if e.db != "" {
-				scanDump(t, e)
+	onEachStore(t, func(t *testing.T, e *env, s *server, spaceID string) {
+		t.Run("engines", func(t *testing.T) {
+			for _, eng := range datastore.Engines {
+				t.Run(string(eng), func(t *testing.T) {
+					t.Parallel()
+					adopt(t, e, s, spaceID, eng)
+				})
 			}
 		})
-	}
+		// Groundwork ran no server for any adopted job: its datastores folder stayed empty.
+		entries, err := os.ReadDir(filepath.Join(e.dataDir, "datastores"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			t.Errorf("Groundwork's datastores folder holds %s after adopt-only jobs", en.Name())
+		}
+	})
 }
 
 func adopt(t *testing.T, e *env, s *server, spaceID string, eng datastore.Engine) {

@@ -66,33 +66,18 @@ func (s *server) token(t *testing.T, name, role string) string {
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	requireEngines(t)
-	stores := map[string]func(t *testing.T) string{
-		"sqlite":   func(*testing.T) string { return "" },
-		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
-	}
-	for name, db := range stores {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, db(t))
-			s := e.start("")
-			spaceID := s.space(t)
-			editor, viewer := s.token(t, "editor", "role_editor"), s.token(t, "viewer", "role_viewer")
-			hostileJobs(t, s, spaceID)
-			t.Run("engines", func(t *testing.T) {
-				for _, eng := range datastore.Engines {
-					t.Run(string(eng), func(t *testing.T) {
-						t.Parallel()
-						lifecycle(t, e, s, spaceID, eng, editor, viewer)
-					})
-				}
-			})
-			s.stop()
-			e.scan(t)
-			if e.db != "" {
-				scanDump(t, e)
+	onEachStore(t, func(t *testing.T, e *env, s *server, spaceID string) {
+		editor, viewer := s.token(t, "editor", "role_editor"), s.token(t, "viewer", "role_viewer")
+		hostileJobs(t, s, spaceID)
+		t.Run("engines", func(t *testing.T) {
+			for _, eng := range datastore.Engines {
+				t.Run(string(eng), func(t *testing.T) {
+					t.Parallel()
+					lifecycle(t, e, s, spaceID, eng, editor, viewer)
+				})
 			}
 		})
-	}
+	})
 }
 
 // hostileJobs: a job whose name breaks the rules is refused naming config.name, and no job

@@ -16,6 +16,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/provider/local/localtest"
+	"github.com/groundworkhq/groundwork/internal/testenv/pgtest"
 	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
@@ -41,6 +42,31 @@ func newEnv(t *testing.T, db string) *env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// onEachStore runs body in a parallel subtest per job store (SQLite in the data dir, and a
+// fresh PostgreSQL database), each on a new installation with one server and a local space.
+// When body returns, the server is stopped and everything it wrote, logged or answered (and
+// the PostgreSQL job store's dump) is scanned for the passwords the test saw.
+func onEachStore(t *testing.T, body func(t *testing.T, e *env, s *server, spaceID string)) {
+	t.Helper()
+	stores := map[string]func(t *testing.T) string{
+		"sqlite":   func(*testing.T) string { return "" },
+		"postgres": func(t *testing.T) string { return pgtest.NewDatabase(t) },
+	}
+	for name, db := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, db(t))
+			s := e.start("")
+			body(t, e, s, s.space(t))
+			s.stop()
+			e.scan(t)
+			if e.db != "" {
+				scanDump(t, e)
+			}
+		})
+	}
 }
 
 // server is a child server of env as the tests drive it.
