@@ -73,9 +73,15 @@ func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*compon
 		return nil, err
 	}
 	log := o.Logger.With("component", "components")
+	var chartCA *kube.ChartCA
+	if co.ChartCAFile != "" {
+		if chartCA, err = kube.LoadChartCA(co.ChartCAFile); err != nil {
+			return nil, fmt.Errorf("--chart-ca-file: %w", err)
+		}
+	}
 	mint := &tokenMint{}
 	connect := component.KubeConnector(kube.InstallerOptions{
-		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log, CAFile: co.ChartCAFile,
+		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log, ChartCA: chartCA,
 	})
 	p, err := component.New(component.Options{
 		Catalog: cat, Spaces: spaceClusters{st: st, sec: sec, mint: mint}, Secrets: sec, ChartDir: co.ChartDir,

@@ -56,7 +56,11 @@ func TestChartSources(t *testing.T) {
 	tlsRepo := tlsServer(t, tlsRepoFiles)
 	tlsRepoFiles.h = http.FileServer(http.Dir(repoDir(t, pkgs, tlsRepo.URL)))
 	caFile := writeCA(t, tlsRepo.Certificate())
-	withCA := NewInstaller(cluster, InstallerOptions{CacheDir: t.TempDir(), CAFile: caFile})
+	ca, err := LoadChartCA(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCA := NewInstaller(cluster, InstallerOptions{CacheDir: t.TempDir(), ChartCA: ca})
 
 	reg := tlsServer(t, ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
 	regHost := strings.TrimPrefix(reg.URL, "https://")
@@ -154,16 +158,16 @@ func TestChartSources(t *testing.T) {
 		}
 	})
 
-	t.Run("unreadable CA file is the server's fault", func(t *testing.T) {
+	t.Run("unreadable CA file is refused when loaded, before any install", func(t *testing.T) {
 		t.Parallel()
 		bad := filepath.Join(t.TempDir(), "ca.pem")
 		if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		in := NewInstaller(cluster, InstallerOptions{CacheDir: t.TempDir(), CAFile: bad})
-		_, err := install(t, in, "badca", ChartSource{OCI: ociRef, Version: servedVersion})
-		if fault.ClassOf(err) != job.ClassSystem || !strings.Contains(err.Error(), "CA file") {
-			t.Fatalf("install with a bad CA file = %v, want a system error naming the CA file", err)
+		for _, file := range []string{bad, filepath.Join(t.TempDir(), "missing.pem")} {
+			if ca, err := LoadChartCA(file); err == nil || ca != nil || !strings.Contains(err.Error(), "CA file") {
+				t.Fatalf("LoadChartCA(%s) = %v, %v; want an error naming the CA file", file, ca, err)
+			}
 		}
 	})
 }

@@ -90,12 +90,10 @@ type InstallerOptions struct {
 	CacheDir string
 	// HookTimeout bounds chart hooks (jobs run on install/upgrade); default 5 minutes.
 	HookTimeout time.Duration
-	// CAFile is a PEM bundle of the certificate authorities that verify chart repositories
-	// and OCI registries, used instead of the system roots as helm's --ca-file is: for charts
-	// served from a mirror with a private CA. To keep trusting public repositories as well,
-	// append the system bundle to it. Empty means the system roots.
-	CAFile string
-	Logger *slog.Logger
+	// ChartCA verifies chart repositories and OCI registries instead of the system roots, as
+	// helm's --ca-file does (see LoadChartCA). Nil means the system roots.
+	ChartCA *ChartCA
+	Logger  *slog.Logger
 }
 
 // Installer installs Helm releases into one cluster.
@@ -465,22 +463,18 @@ func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) 
 	settings.RepositoryConfig = filepath.Join(in.opts.CacheDir, "repositories.yaml")
 	settings.RegistryConfig = filepath.Join(in.opts.CacheDir, "registry.json")
 	rcOpts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig)}
-	if in.opts.CAFile != "" {
-		hc, err := caHTTPClient(in.opts.CAFile)
-		if err != nil {
-			return "", fault.System(err)
-		}
+	loc := action.NewInstall(action.NewConfiguration())
+	if ca := in.opts.ChartCA; ca != nil {
 		// Helm applies its CA option to repositories only; a registry client brings its own
 		// HTTP client.
-		rcOpts = append(rcOpts, registry.ClientOptHTTPClient(hc))
+		rcOpts = append(rcOpts, registry.ClientOptHTTPClient(ca.client))
+		loc.CaFile = ca.file
 	}
 	rc, err := registry.NewClient(rcOpts...)
 	if err != nil {
 		return "", fault.System(fmt.Errorf("registry client: %w", err))
 	}
-	loc := action.NewInstall(action.NewConfiguration())
 	loc.SetRegistryClient(rc)
-	loc.CaFile = in.opts.CAFile
 	loc.Version = src.Version
 	name := src.OCI
 	if src.RepoURL != "" {
@@ -503,9 +497,19 @@ func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) 
 	return p, nil
 }
 
-// caHTTPClient is the HTTP client of Helm's registry client (retries included) with the
-// certificate authorities of caFile as its only roots.
-func caHTTPClient(caFile string) (*http.Client, error) {
+// ChartCA is a PEM bundle of certificate authorities that verify chart repositories and OCI
+// registries, used instead of the system roots: for charts served from a mirror with a private
+// CA. To keep trusting public repositories as well, append the system bundle to the file.
+type ChartCA struct {
+	file string
+	// client is Helm's registry HTTP client (retries included) trusting the bundle, built
+	// once rather than for every chart fetched.
+	client *http.Client
+}
+
+// LoadChartCA reads and checks the bundle, so that a bad file stops the server at start
+// rather than failing the first install.
+func LoadChartCA(caFile string) (*ChartCA, error) {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("chart CA file: %w", err)
@@ -521,7 +525,7 @@ func caHTTPClient(caFile string) (*http.Client, error) {
 	} else {
 		rt.Base = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConf}
 	}
-	return &http.Client{Transport: rt}, nil
+	return &ChartCA{file: caFile, client: &http.Client{Transport: rt}}, nil
 }
 
 // classifyHelm classifies an error from a Helm action. Values that the chart's own schema
