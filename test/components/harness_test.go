@@ -1,10 +1,8 @@
 package components
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -62,26 +60,8 @@ func (r reply) fields() []string {
 
 func (g *gw) call(t *testing.T, method, path string, body any) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, g.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+g.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, raw: raw}
+	status, raw := serverproc.CallURL(t, g.url, g.token, method, path, body)
+	return reply{status: status, raw: raw}
 }
 
 // must calls and fails the test unless the answer has status want.

@@ -243,6 +243,13 @@ func (p *Proc) Call(t testing.TB, method, path string, body any) (int, []byte) {
 // CallAs is Call with token.
 func (p *Proc) CallAs(t testing.TB, token, method, path string, body any) (int, []byte) {
 	t.Helper()
+	return CallURL(t, p.URL, token, method, path, body)
+}
+
+// CallURL is CallAs for any Groundwork server at baseURL, a child or one in-process (apptest),
+// so that tests driving both kinds talk to them the same way.
+func CallURL(t testing.TB, baseURL, token, method, path string, body any) (int, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -251,7 +258,7 @@ func (p *Proc) CallAs(t testing.TB, token, method, path string, body any) (int, 
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, p.URL+path, rd)
+	req, err := http.NewRequest(method, baseURL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
