@@ -13,6 +13,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 )
 
@@ -192,10 +193,7 @@ func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.R
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !gone {
-		return pipeline.Wait(p.poll, "waiting for the network to be deleted", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraNetwork: nil}), nil
+	return steps.Gone(InfraNetwork, gone, p.poll, "waiting for the network to be deleted"), nil
 }
 
 // adminSecretName is the deterministic name the admin password is stored under: a re-run of
@@ -303,10 +301,7 @@ func (p *Pipeline) deleteServer(ctx context.Context, r *pipeline.Run) (pipeline.
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	if !gone {
-		return pipeline.Wait(p.poll, "waiting for the server to be deleted", nil), nil
-	}
-	return pipeline.Done(map[string]any{InfraServer: nil}), nil
+	return steps.Gone(InfraServer, gone, p.poll, "waiting for the server to be deleted"), nil
 }
 
 func (p *Pipeline) server(r *pipeline.Run) (serverInfra, error) {
