@@ -117,6 +117,11 @@ func TestFrozenReplicaIsFenced(t *testing.T) {
 			ranByOther[e.job+" "+e.step] = true
 		}
 	}
+	// The step in flight at the freeze had no checkpoint, so the other replica ran it: without
+	// that, the check below would have nothing to look at.
+	if !ranByOther[victimJob+" "+victimStep] {
+		t.Fatalf("the other replica never ran %s %s, the step the frozen replica had in flight", victimJob, victimStep)
+	}
 	for _, e := range c.events(t)[stoppedAt:] {
 		if e.pid == frozen.Pid() && e.kind == "commit" && ranByOther[e.job+" "+e.step] {
 			t.Fatalf("the resumed replica committed %s %s", e.job, e.step)
