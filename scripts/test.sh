@@ -43,10 +43,28 @@ echo "== go test (the 10,000-waiting-jobs test at full size, without the race de
 go test -count=1 -timeout 20m -run 'TestManyWaitingJobsFewWorkers' ./internal/engine || status=1
 echo "== go test (everything else)"
 go test -count=1 -timeout 45m -p 2 $other_pkgs || status=1
+# Fuzz targets, each for a fixed short time (CI, or GROUNDWORK_FUZZ=1 by hand). A crasher is
+# written to the package's testdata/fuzz/ and fails the run; commit it with the fix.
+if [[ "${CI:-}" == "true" || -n "${GROUNDWORK_FUZZ:-}" ]]; then
+	fuzztime="${GROUNDWORK_FUZZTIME:-10s}"
+	for target in \
+		"./internal/api FuzzRequestDecoders" \
+		"./internal/catalog FuzzValidateJob" \
+		"./internal/protocol FuzzProtocolRequest" \
+		"./cmd/groundwork FuzzReadSpec"; do
+		read -r pkg name <<<"$target"
+		echo "== go test -fuzz $name ($pkg, $fuzztime)"
+		go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" "$pkg" || status=1
+	done
+fi
 for mod in examples/provisioner; do
 	if [[ -f "$mod/go.mod" ]]; then
 		echo "== go test ($mod)"
 		(cd "$mod" && go test -count=1 ./...) || status=1
 	fi
 done
+# The bench (its own module, so River stays out of the server's go.mod) is vetted and built
+# so that it cannot rot; it is never run here: benches are not timed tests.
+echo "== go vet + build (tools/bench, not run)"
+(cd tools/bench && go vet ./... && go build -o /dev/null .) || status=1
 exit $status

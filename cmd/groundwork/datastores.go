@@ -45,8 +45,7 @@ func newDatabases(g *globals) *cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "DELETE", jobPath(args[0])+"/databases/"+args[1], nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[1])
-			return nil
+			return g.done(cmd, "deleted", args[1])
 		},
 	}
 	cmd.AddCommand(create, list, del)
@@ -106,8 +105,7 @@ func newConnections(g *globals) *cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "DELETE", connectionsPath(args[0], databaseID)+"/"+args[1], nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[1])
-			return nil
+			return g.done(cmd, "deleted", args[1])
 		},
 	}
 	for _, c := range []*cobra.Command{create, list, del} {
@@ -136,7 +134,7 @@ func newSecrets(g *globals) *cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "POST", "/api/secrets/reveal", map[string]string{"ref": args[0]}, &out); err != nil {
 				return err
 			}
-			if g.output == "json" {
+			if g.output != "table" {
 				return g.printOut(cmd.OutOrStdout(), out, nil, nil)
 			}
 			// The bare value, so that it can be piped without parsing.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -15,15 +17,21 @@ import (
 
 func newJobs(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Create, follow and manage provisioning jobs"}
-	var file string
+	var file, specSpace string
 	var watch bool
 	create := &cobra.Command{
-		Use:   "create -f spec.yaml",
-		Short: "Create a job from a YAML or JSON spec ({spaceID, kind, mode, draft, config})",
-		Args:  cobra.NoArgs,
+		Use:   "create -f spec.yaml [--space SPACE_ID]",
+		Short: "Create a job from a YAML or JSON spec ({spaceID, kind, mode, draft, name, config})",
+		Long: "Create a job from a YAML or JSON spec ({spaceID, kind, mode, draft, name, config}).\n" +
+			"The space is --space, else the spec's spaceID, else GROUNDWORK_SPACE, so one spec serves\n" +
+			"every space. The name defaults to the config's name.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			body, err := readSpec(file)
 			if err != nil {
+				return err
+			}
+			if err := setSpace(body, specSpace, cmd.Flags().Changed("space")); err != nil {
 				return err
 			}
 			var j job.Job
@@ -33,11 +41,14 @@ func newJobs(g *globals) *cobra.Command {
 			if !watch {
 				return g.printJob(cmd.OutOrStdout(), &j)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s\n", j.ID)
+			if g.output == "table" {
+				fmt.Fprintf(cmd.OutOrStdout(), "created %s\n", j.ID)
+			}
 			return g.watch(cmd, j.ID)
 		},
 	}
 	create.Flags().StringVarP(&file, "file", "f", "", "spec file (- for standard input)")
+	create.Flags().StringVar(&specSpace, "space", os.Getenv("GROUNDWORK_SPACE"), "space ID; wins over the spec's spaceID (GROUNDWORK_SPACE fills a spec without one)")
 	create.Flags().BoolVar(&watch, "watch", false, "follow the job's progress until it settles")
 	_ = create.MarkFlagRequired("file")
 
@@ -93,7 +104,7 @@ func newJobs(g *globals) *cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "POST", "/api/provisioning-jobs/"+args[0]+"/retry", nil, &j); err != nil {
 				return err
 			}
-			return g.printJob(cmd.OutOrStdout(), &j)
+			return g.printOrWatch(cmd, &j)
 		},
 	}
 	cancel := &cobra.Command{
@@ -117,8 +128,35 @@ func newJobs(g *globals) *cobra.Command {
 		Use: "watch JOB_ID", Short: "Follow a job's steps live; exits non-zero if it fails", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return g.watch(cmd, args[0]) },
 	}
+	for _, c := range []*cobra.Command{retry, cancel, del} {
+		c.Flags().Bool("watch", false, "follow the job until it settles again")
+	}
 	cmd.AddCommand(create, list, get, retry, cancel, del, watchCmd, newJobsUpdate(g))
 	return cmd
+}
+
+// printOrWatch prints the job a change answered, or with --watch follows it until it settles.
+func (g *globals) printOrWatch(cmd *cobra.Command, j *job.Job) error {
+	if w, _ := cmd.Flags().GetBool("watch"); w {
+		return g.watch(cmd, j.ID)
+	}
+	return g.printJob(cmd.OutOrStdout(), j)
+}
+
+// setSpace puts the space into a spec: --space (flag) always, the environment's default only
+// where the spec names none.
+func setSpace(spec any, space string, flag bool) error {
+	m, ok := spec.(map[string]any)
+	if !ok {
+		return fmt.Errorf("the spec must be a mapping of spaceID, kind, config, ...")
+	}
+	if _, has := m["spaceID"]; space != "" && (flag || !has) {
+		m["spaceID"] = space
+	}
+	if _, has := m["spaceID"]; !has {
+		return fmt.Errorf("the spec names no space: pass --space SPACE_ID or set GROUNDWORK_SPACE")
+	}
+	return nil
 }
 
 // newJobsUpdate is PATCH /api/provisioning-jobs/{id}: rename, retag, promote a draft, run a VM
@@ -196,7 +234,7 @@ func (g *globals) deleteJob(cmd *cobra.Command, id string) error {
 	if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/provisioning-jobs/"+id, nil, &j); err != nil {
 		return err
 	}
-	return g.printJob(cmd.OutOrStdout(), &j)
+	return g.printOrWatch(cmd, &j)
 }
 
 // readSpec reads a YAML (or JSON, which is YAML) job spec into a JSON-ready value.
@@ -214,6 +252,10 @@ func readSpec(path string) (any, error) {
 	if err := yaml.NewDecoder(r).Decode(&v); err != nil {
 		return nil, fmt.Errorf("read spec %s: %w", path, err)
 	}
+	// YAML carries values JSON cannot (.inf, .nan); say so here rather than fail in the client.
+	if _, err := json.Marshal(v); err != nil {
+		return nil, fmt.Errorf("read spec %s: not plain JSON data: %w", path, err)
+	}
 	return v, nil
 }
 
@@ -228,27 +270,26 @@ func progress(j *job.Job) string {
 }
 
 func (g *globals) printJob(w io.Writer, j *job.Job) error {
-	if g.output == "json" {
+	if g.output != "table" {
 		return g.printOut(w, j, nil, nil)
 	}
-	fmt.Fprintf(w, "%s  %s  %s (%s)  space %s  version %d\n", j.ID, j.Family, j.Status, j.Phase, j.SpaceID, j.Version)
+	name := ""
+	if j.Name != "" {
+		name = "  " + j.Name
+	}
+	fmt.Fprintf(w, "%s%s  %s  %s (%s)  space %s  version %d\n", j.ID, name, j.Family, j.Status, j.Phase, j.SpaceID, j.Version)
+	// One tab-aligned table, so that a long step name or status does not shift the columns.
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i, s := range j.Steps {
-		line := fmt.Sprintf("  %2d. %-28s %-9s", i+1, s.Name, s.Status)
-		if s.Attempts > 1 {
-			line += fmt.Sprintf(" attempt %d", s.Attempts)
-		}
-		if s.Message != "" {
-			line += "  " + s.Message
-		}
-		if s.Error != "" {
-			line += "  error: " + s.Error
-		}
-		fmt.Fprintln(w, line)
+		fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\t%s\n", i+1, s.Name, s.Status, attempts(s), stepNote(s))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
 	}
 	if j.Failure != nil {
 		fmt.Fprintf(w, "failed (%s): %s\n", j.Failure.Class, j.Failure.Message)
 		if j.Failure.FixHint != "" {
-			fmt.Fprintf(w, "fix: %s\n", j.Failure.FixHint)
+			fmt.Fprintf(w, "fix: %s\n", cliWords.Replace(j.Failure.FixHint))
 		}
 		if j.Failure.ConsoleURL != "" {
 			fmt.Fprintf(w, "console: %s\n", j.Failure.ConsoleURL)
@@ -262,6 +303,9 @@ func (g *globals) watch(cmd *cobra.Command, id string) error {
 	out := cmd.OutOrStdout()
 	seen := map[string]string{}
 	final, err := g.client().Watch(ctxOf(cmd), id, func(j *job.Job) {
+		if g.output != "table" {
+			return // a document is printed once, when the job settles
+		}
 		for i, s := range j.Steps {
 			key := fmt.Sprintf("%s/%d", s.Status, s.Attempts)
 			if seen[s.Name] == key {
@@ -284,10 +328,42 @@ func (g *globals) watch(cmd *cobra.Command, id string) error {
 	if err != nil {
 		return err
 	}
+	if g.output != "table" {
+		if err := g.printOut(out, final, nil, nil); err != nil {
+			return err
+		}
+		if final.Status == job.StatusFailed {
+			return errSilent
+		}
+		return nil
+	}
 	fmt.Fprintf(out, "job %s %s\n", final.ID, strings.ToUpper(string(final.Status)))
 	if final.Status == job.StatusFailed {
 		_ = g.printJob(out, final)
 		return errSilent
 	}
 	return nil
+}
+
+// attempts shows the attempt count where it tells something: a step that was retried and is
+// not settled, or failed. An undone step's count is its forward runs plus its undo, not news.
+func attempts(s job.StepRecord) string {
+	switch s.Status {
+	case job.StepRunning, job.StepWaiting, job.StepFailed:
+		if s.Attempts > 1 {
+			return fmt.Sprintf("attempt %d", s.Attempts)
+		}
+	}
+	return ""
+}
+
+func stepNote(s job.StepRecord) string {
+	note := s.Message
+	if s.Error != "" {
+		if note != "" {
+			note += "  "
+		}
+		note += "error: " + s.Error
+	}
+	return note
 }

@@ -115,13 +115,13 @@ func TestExampleSpecsAreAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// As the README says: put in the space's id. Draft, so nothing starts.
-		spec := strings.Replace(string(b), "spc_REPLACE_ME", sp.ID, 1) + "draft: true\n"
+		// As the README says: the space from --space (or GROUNDWORK_SPACE). Draft, so nothing starts.
+		spec := string(b) + "draft: true\n"
 		file := filepath.Join(t.TempDir(), filepath.Base(path))
 		if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := run(t, srv.URL, srv.Token, "jobs", "create", "-f", file); err != nil {
+		if out, err := run(t, srv.URL, srv.Token, "jobs", "create", "-f", file, "--space", sp.ID); err != nil {
 			t.Errorf("%s is refused: %v\n%s", path, err, out)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -81,17 +82,22 @@ func newProvisioners(g *globals) *cobra.Command {
 			return g.printOut(cmd.OutOrStdout(), p, nil, nil)
 		},
 	}
+	var force bool
 	remove := &cobra.Command{
 		Use: "remove PROVISIONER_ID", Aliases: []string{"rm", "delete"}, Short: "Remove a registration; its pairs become free",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/provisioners/"+args[0], nil, nil); err != nil {
+			path := "/api/provisioners/" + url.PathEscape(args[0])
+			if force {
+				path += "?force=true"
+			}
+			if err := g.client().Do(ctxOf(cmd), "DELETE", path, nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "removed", args[0])
-			return nil
+			return g.done(cmd, "removed", args[0])
 		},
 	}
+	remove.Flags().BoolVar(&force, "force", false, "remove even while jobs it created are live (their teardown will fail)")
 	cmd.AddCommand(register, list, get, remove)
 	return cmd
 }

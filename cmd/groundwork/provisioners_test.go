@@ -41,8 +41,11 @@ func TestProvisionersCLI(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[1], "(built-in)") || !strings.Contains(lines[2], p.ID) || !strings.Contains(lines[2], "managed-resource/bucket") {
 		t.Fatalf("list:\n%s", out)
 	}
-	if out, err := run(t, srv.URL, srv.Token, "provisioners", "remove", p.ID); err != nil {
-		t.Fatalf("remove: %v\n%s", err, out)
+	// -o is honoured by a removal too: a script reads {id, status}, not a sentence.
+	out, err = run(t, srv.URL, srv.Token, "-o", "json", "provisioners", "remove", p.ID)
+	var removed struct{ ID, Status string }
+	if err != nil || json.Unmarshal([]byte(out), &removed) != nil || removed.ID != p.ID || removed.Status != "removed" {
+		t.Fatalf("remove -o json printed %q: %v", out, err)
 	}
 	if _, err := run(t, srv.URL, srv.Token, "provisioners", "get", p.ID); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("get after remove: %v", err)

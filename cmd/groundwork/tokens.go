@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +46,7 @@ func newTokens(g *globals) *cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "POST", "/api/tokens", req, &t); err != nil {
 				return err
 			}
-			if g.output == "json" {
+			if g.output != "table" {
 				return g.printOut(cmd.OutOrStdout(), t, nil, nil)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Token %s for %s (expires %s). Its secret is shown only now:\n\n  %s\n\n",
@@ -83,8 +85,7 @@ func newTokens(g *globals) *cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/tokens/"+url.PathEscape(args[0]), nil, nil); err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "revoked", args[0])
-			return nil
+			return g.done(cmd, "revoked", args[0])
 		},
 	}
 	cmd.AddCommand(create, list, revoke)
@@ -133,7 +134,10 @@ func newUsers(g *globals) *cobra.Command {
 	del := &cobra.Command{
 		Use: "delete EMAIL", Short: "Remove a user, their role assignments and tokens", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.client().Do(ctxOf(cmd), "DELETE", "/api/users/"+url.PathEscape(args[0]), nil, nil)
+			if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/users/"+url.PathEscape(args[0]), nil, nil); err != nil {
+				return err
+			}
+			return g.done(cmd, "deleted", args[0])
 		},
 	}
 	perms := &cobra.Command{
@@ -219,33 +223,152 @@ func newRoles(g *globals) *cobra.Command {
 	unassign := &cobra.Command{
 		Use: "unassign ASSIGNMENT_ID", Short: "Remove a role assignment", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.client().Do(ctxOf(cmd), "DELETE", "/api/role-assignments/"+url.PathEscape(args[0]), nil, nil)
+			if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/role-assignments/"+url.PathEscape(args[0]), nil, nil); err != nil {
+				return err
+			}
+			return g.done(cmd, "deleted", args[0])
 		},
 	}
-	cmd.AddCommand(list, create, assign, unassign)
+	policies := &cobra.Command{
+		Use: "policies", Short: "List every policy (resource:action) roles are made of", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out struct {
+				Data      []string `json:"data"`
+				Resources []struct {
+					Resource    string   `json:"resource"`
+					Actions     []string `json:"actions"`
+					AdminOnly   bool     `json:"adminOnly"`
+					Description string   `json:"description"`
+				} `json:"resources"`
+			}
+			if err := g.client().Do(ctxOf(cmd), "GET", "/api/policies", nil, &out); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), out, []string{"RESOURCE", "ACTIONS", "ADMIN_ONLY", "DESCRIPTION"}, func(add func(...any)) {
+				for _, r := range out.Resources {
+					add(r.Resource, strings.Join(r.Actions, ","), r.AdminOnly, r.Description)
+				}
+			})
+		},
+	}
+	cmd.AddCommand(list, create, assign, unassign, policies)
 	return cmd
 }
 
+// newRoleAssignments is `groundwork role-assignments`: who holds which role where.
+func newRoleAssignments(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "role-assignments", Short: "List, grant and remove role assignments"}
+	var email string
+	list := &cobra.Command{
+		Use: "list", Short: "List role assignments (of one user with --email)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out struct {
+				Data []struct {
+					ID     string `json:"id"`
+					Email  string `json:"email"`
+					RoleID string `json:"roleID"`
+					Scope  string `json:"scope"`
+				} `json:"data"`
+			}
+			path := "/api/role-assignments"
+			if email != "" {
+				path += "?email=" + url.QueryEscape(email)
+			}
+			if err := g.client().Do(ctxOf(cmd), "GET", path, nil, &out); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), out, []string{"ID", "EMAIL", "ROLE", "SCOPE"}, func(add func(...any)) {
+				for _, a := range out.Data {
+					scope := a.Scope
+					if scope == "" {
+						scope = "(org)"
+					}
+					add(a.ID, a.Email, a.RoleID, scope)
+				}
+			})
+		},
+	}
+	list.Flags().StringVar(&email, "email", "", "only this user's assignments")
+	var as struct {
+		Email  string `json:"email"`
+		RoleID string `json:"roleID"`
+		Scope  string `json:"scope,omitempty"`
+	}
+	create := &cobra.Command{
+		Use: "create --email E --role ROLE_ID [--scope S]", Short: "Grant a role, org-wide, in a team (team:<id>) or on one resource (space:<id>)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var out map[string]any
+			if err := g.client().Do(ctxOf(cmd), "POST", "/api/role-assignments", as, &out); err != nil {
+				return err
+			}
+			return g.printOut(cmd.OutOrStdout(), out, []string{"ID", "EMAIL", "ROLE", "SCOPE"}, func(add func(...any)) {
+				add(out["id"], out["email"], out["roleID"], out["scope"])
+			})
+		},
+	}
+	create.Flags().StringVar(&as.Email, "email", "", "the user")
+	create.Flags().StringVar(&as.RoleID, "role", "", "the role id")
+	create.Flags().StringVar(&as.Scope, "scope", "", "team:<id> or <resource>:<id> (default: org-wide)")
+	del := &cobra.Command{
+		Use: "delete ASSIGNMENT_ID", Short: "Remove a role assignment", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.client().Do(ctxOf(cmd), "DELETE", "/api/role-assignments/"+url.PathEscape(args[0]), nil, nil); err != nil {
+				return err
+			}
+			return g.done(cmd, "deleted", args[0])
+		},
+	}
+	cmd.AddCommand(list, create, del)
+	return cmd
+}
+
+// auditExports are the -o values audit-logs takes besides the common ones: every matching entry,
+// streamed as the server writes it.
+var auditExports = []string{"csv", "ndjson"}
+
 func newAuditLogs(g *globals) *cobra.Command {
-	q := map[string]*string{}
+	// flag name (kebab-case, as typed) -> query parameter
+	params := []struct{ flag, param, help string }{
+		{"scope", "scope", "comma-separated scopes"}, {"action", "action", "action, e.g. provisioning-job.create"},
+		{"actor", "actor", "an email or system:<component>"}, {"resource-type", "resourceType", "resource type"},
+		{"resource-id", "resourceID", "resource id"}, {"from", "from", "RFC 3339 start"}, {"to", "to", "RFC 3339 end"},
+	}
+	vals := map[string]*string{}
+	var page, limit int
 	var format string
 	cmd := &cobra.Command{
-		Use: "audit-logs", Short: "Read or export the audit log", Args: cobra.NoArgs,
+		Use: "audit-logs", Short: "Read or export the audit log (-o csv or -o ndjson exports every matching entry)", Args: cobra.NoArgs,
+		Annotations: map[string]string{extraOutputs: strings.Join(auditExports, ",")},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := url.Values{}
-			for k, p := range q {
-				if *p != "" {
-					v.Set(k, *p)
+			for _, p := range params {
+				if s := *vals[p.flag]; s != "" {
+					v.Set(p.param, s)
 				}
 			}
-			if format == "csv" || format == "ndjson" {
-				v.Set("format", format)
+			if page > 0 {
+				v.Set("page", fmt.Sprint(page))
+			}
+			if limit > 0 {
+				v.Set("limit", fmt.Sprint(limit))
+			}
+			if format != "" {
+				g.output = format
+			}
+			if slices.Contains(auditExports, g.output) {
+				v.Set("format", g.output)
 				return export(cmd, g.client(), "/api/audit-logs?"+v.Encode(), cmd.OutOrStdout())
 			}
 			var out struct {
 				Data []struct {
-					ID, Scope, Action, Actor, ResourceType, ResourceID string
-					CreatedAt                                          time.Time
+					ID           string          `json:"id"`
+					Scope        string          `json:"scope"`
+					Action       string          `json:"action"`
+					Actor        string          `json:"actor"`
+					ResourceType string          `json:"resourceType"`
+					ResourceID   string          `json:"resourceID"`
+					Metadata     json.RawMessage `json:"metadata,omitempty"`
+					CreatedAt    time.Time       `json:"createdAt"`
 				} `json:"data"`
 				Total int `json:"total"`
 			}
@@ -259,12 +382,14 @@ func newAuditLogs(g *globals) *cobra.Command {
 			})
 		},
 	}
-	for _, f := range []struct{ name, help string }{{"scope", "comma-separated scopes"}, {"action", "action"},
-		{"actor", "an email or system:<component>"}, {"resourceType", "resource type"}, {"resourceID", "resource id"},
-		{"from", "RFC 3339 start"}, {"to", "RFC 3339 end"}, {"page", "page from 1"}, {"limit", "entries per page (≤ 200)"}} {
-		q[f.name] = cmd.Flags().String(f.name, "", f.help)
+	for _, p := range params {
+		vals[p.flag] = cmd.Flags().String(p.flag, "", p.help)
 	}
-	cmd.Flags().StringVar(&format, "format", "", "csv or ndjson to export every matching entry")
+	cmd.Flags().IntVar(&page, "page", 0, "page, from 1")
+	cmd.Flags().IntVar(&limit, "limit", 0, "entries per page (at most 200)")
+	// --format was the export switch before -o took it; kept so that scripts keep working.
+	cmd.Flags().StringVar(&format, "format", "", "csv or ndjson (same as -o)")
+	_ = cmd.Flags().MarkDeprecated("format", "use -o csv or -o ndjson")
 	return cmd
 }
 
@@ -274,6 +399,9 @@ func export(cmd *cobra.Command, c *client.Client, path string, w io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if c.Token == "" {
+		return client.ErrNoToken
+	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
@@ -281,8 +409,9 @@ func export(cmd *cobra.Command, c *client.Client, path string, w io.Writer) erro
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), b)
+		e := &client.Error{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode)}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(e)
+		return e
 	}
 	_, err = io.Copy(w, resp.Body)
 	return err

@@ -19,7 +19,7 @@ func run(t *testing.T, url, token string, args ...string) (string, error) {
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs(append([]string{"--url", url, "--token", token}, args...))
-	err := root.ExecuteContext(context.Background())
+	err := execute(context.Background(), root)
 	return out.String(), err
 }
 

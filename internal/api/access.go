@@ -62,6 +62,9 @@ var scopedCollections = map[string]bool{
 	"GET /api/cloud-accounts":     true,
 	"GET /api/provisioning-jobs":  true,
 	"POST /api/provisioning-jobs": true,
+	// The remediation list filters what may be viewed; create checks the space in its body.
+	"GET /api/remediation-jobs":  true,
+	"POST /api/remediation-jobs": true,
 	// The catalog is the same for everyone: whoever may view it anywhere may read it.
 	"GET /api/catalog/types":                   true,
 	"GET /api/catalog/types/{category}/{type}": true,
@@ -87,13 +90,13 @@ func (sc *scopes) of(ctx context.Context, res, id string) ([]string, error) {
 			return nil, err
 		}
 		return sc.space(ctx, id)
-	case "provisioning":
+	case "provisioning", "remediation":
 		j, err := sc.st.GetJob(ctx, &store.GetJobParams{OrgID: sc.org, ID: id})
 		if err != nil {
 			return nil, err
 		}
 		chain, err := sc.space(ctx, j.SpaceID)
-		return append([]string{"provisioning:" + id}, chain...), err
+		return append([]string{res + ":" + id}, chain...), err
 	case "cloud-account":
 		if _, err := sc.st.GetCloudAccount(ctx, sc.org, id); err != nil {
 			return nil, err

@@ -124,8 +124,10 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	if got := e.call(t, admin, "GET", "/api/cloud-accounts/"+acc.body["id"].(string), ""); strings.Contains(got.raw, secretKey) {
 		t.Fatalf("get echoes the secret: %s", got.raw)
 	}
-	sec := e.srv.cfg.Secrets
-	val, err := sec.Get(context.Background(), ref)
+	accSecrets := func(id string) secrets.SecretStore {
+		return e.srv.cfg.Secrets.For(secrets.Owner{OrgID: orgA, Kind: secrets.OwnerAccount, ID: id})
+	}
+	val, err := accSecrets(acc.body["id"].(string)).Get(context.Background(), ref)
 	if err != nil || !strings.Contains(val, secretKey) {
 		t.Fatalf("secret store: %q %v", val, err)
 	}
@@ -174,7 +176,7 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	if got := e.call(t, admin, "DELETE", "/api/cloud-accounts/"+spare.body["id"].(string), ""); got.status != 204 {
 		t.Fatalf("delete spare: %d %s", got.status, got.raw)
 	}
-	if _, err := sec.Get(context.Background(), spareRef); err == nil {
+	if _, err := accSecrets(spare.body["id"].(string)).Get(context.Background(), spareRef); err == nil {
 		t.Fatal("a deleted account's stored credentials survive")
 	}
 	cases := map[string]struct {
@@ -187,7 +189,9 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 		"aws assume without arn":  {`{"name":"a","provider":"aws","authMethod":"assume_role"}`, "credentials.roleArn"},
 		"unknown credential":      {`{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"a","secretAccessKey":"b","password":"x"}}`, "credentials.password"},
 		"bad level":               {`{"name":"l","provider":"local","permissionLevel":"admin"}`, "permissionLevel"},
-		"ref and credentials":     {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentials"},
+		"ref and credentials":     {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentialsRef"},
+		"a reference alone":       {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1"}`, "credentialsRef"},
+		"managed flag sent":       {`{"name":"a","provider":"local","config":{"managedCredentials":true}}`, "config.managedCredentials"},
 	}
 	for name, c := range cases {
 		got := e.call(t, admin, "POST", "/api/cloud-accounts", c.body)
@@ -364,5 +368,24 @@ func TestAuditLogAPI(t *testing.T) {
 		if m := st.Method(i).Name; changes.MatchString(m) {
 			t.Errorf("store.Store.%s can change the audit log", m)
 		}
+	}
+}
+
+// An Editor may not point an AWS account at the metadata service: the SDK would send signed
+// requests there. The create is refused on the field, before anything is stored.
+func TestCloudAccountEndpointRefusedByOutboundPolicy(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t)
+	editor := e.tokens[orgA+"/editor"]
+	for _, endpoint := range []string{"http://169.254.169.254/", "http://[fd00:ec2::254]/", "file:///etc/passwd"} {
+		got := e.call(t, editor, "POST", "/api/cloud-accounts", `{"name":"meta","provider":"aws","region":"eu-west-1",
+			"config":{"endpoint":"`+endpoint+`"}}`)
+		if got.status != 400 || !strings.Contains(got.raw, "config.endpoint") {
+			t.Errorf("account with endpoint %s: %d %s; want 400 naming config.endpoint", endpoint, got.status, got.raw)
+		}
+	}
+	if got := e.call(t, editor, "POST", "/api/cloud-accounts", `{"name":"moto","provider":"aws","region":"eu-west-1",
+		"config":{"endpoint":"http://127.0.0.1:5000"}}`); got.status != 201 {
+		t.Errorf("account with a loopback endpoint under the default policy: %d %s", got.status, got.raw)
 	}
 }

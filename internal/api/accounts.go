@@ -1,11 +1,16 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -22,7 +27,7 @@ type authMethod struct {
 	public []string
 }
 
-// authMethods are the methods of reference/NOTES.md per provider, plus "default" (the SDK's
+// authMethods are the authentication methods each provider accepts, plus "default" (the SDK's
 // own credential chain: environment, instance role, workload identity) for the clouds.
 var authMethods = map[string]map[string]authMethod{
 	"aws": {
@@ -70,9 +75,10 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, p *Princi
 		return pr
 	}
 	cfg, fields := validateAccount(&req)
+	fields = append(fields, s.checkEndpoint(r.Context(), req.Provider, cfg)...)
 	if len(fields) == 0 && len(req.Credentials) > 0 && s.cfg.Secrets == nil {
 		fields = append(fields, FieldError{Field: "credentials", Rule: "unsupported",
-			Message: "this server has no secret store; store the credentials elsewhere and pass credentialsRef"})
+			Message: "this server has no secret store to keep credentials in"})
 	}
 	if len(fields) > 0 {
 		return badRequest("the cloud account request is invalid", fields...)
@@ -87,7 +93,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, p *Princi
 		if err != nil {
 			return err
 		}
-		ref, err := s.cfg.Secrets.Put(ctx, "cloud-account-"+a.ID, string(body))
+		ref, err := s.cfg.Secrets.For(accountSecrets(a)).Put(ctx, "cloud-account-"+a.ID, string(body))
 		if err != nil {
 			return fmt.Errorf("store credentials of %s: %w", a.ID, err)
 		}
@@ -100,7 +106,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, p *Princi
 	if err != nil {
 		if stored {
 			// The account was not created: its secret would be an orphan nobody can name.
-			if derr := s.cfg.Secrets.Delete(ctx, a.CredentialsRef); derr != nil {
+			if derr := s.cfg.Secrets.For(accountSecrets(a)).Delete(ctx, a.CredentialsRef); derr != nil {
 				s.log.Warn("orphaned cloud account secret", "ref", a.CredentialsRef, "error", derr)
 			}
 		}
@@ -136,13 +142,12 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 		return nil, append(fields, FieldError{Field: "authMethod", Rule: "enum",
 			Message: fmt.Sprintf("%s accounts authenticate by one of %s", req.Provider, methodNames(req.Provider))})
 	}
-	if req.CredentialsRef != "" && !secrets.IsRef(req.CredentialsRef) {
-		fields = append(fields, FieldError{Field: "credentialsRef", Rule: "format", Message: "must be a secret reference such as local:sec_…"})
-	}
-	if req.CredentialsRef != "" && len(req.Credentials) > 0 {
-		fields = append(fields, FieldError{Field: "credentials", Rule: "exclusive", Message: "give credentials or credentialsRef, not both"})
-	}
-	if req.CredentialsRef == "" {
+	if req.CredentialsRef != "" {
+		// A reference is never taken from a request: naming another account's (or another
+		// organisation's) secret would let this account use it, and delete it with itself.
+		fields = append(fields, FieldError{Field: "credentialsRef", Rule: "forbidden",
+			Message: "is not accepted; give the credentials and Groundwork stores them for this account"})
+	} else {
 		for _, k := range m.required {
 			if strings.TrimSpace(req.Credentials[k]) == "" {
 				fields = append(fields, FieldError{Field: "credentials." + k, Rule: "required",
@@ -165,6 +170,10 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 			fields = append(fields, FieldError{Field: "config", Rule: "type", Message: "must be an object"})
 		}
 	}
+	if _, ok := cfg[managedKey]; ok {
+		fields = append(fields, FieldError{Field: "config." + managedKey, Rule: "forbidden",
+			Message: "is set by Groundwork when it stores the credentials, never by a request"})
+	}
 	for _, k := range m.public {
 		if v := req.Credentials[k]; v != "" {
 			cfg[k] = v
@@ -172,6 +181,46 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 	}
 	out, _ := json.Marshal(cfg)
 	return out, fields
+}
+
+// checkEndpoint refuses, early, an AWS account endpoint the outbound policy would refuse: a
+// literal address, or a name resolving to one. It is a courtesy: every connection to the
+// endpoint is checked again when it is dialled (a name may resolve elsewhere later).
+func (s *Server) checkEndpoint(ctx context.Context, provider string, cfg json.RawMessage) []FieldError {
+	if provider != "aws" {
+		return nil
+	}
+	var c struct {
+		Endpoint any `json:"endpoint"`
+	}
+	if json.Unmarshal(cfg, &c) != nil || c.Endpoint == nil {
+		return nil
+	}
+	raw, ok := c.Endpoint.(string)
+	u, err := url.Parse(raw)
+	if !ok || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return []FieldError{{Field: "config.endpoint", Rule: "url", Message: "must be an http(s) URL"}}
+	}
+	refused := FieldError{Field: "config.endpoint", Rule: "outbound",
+		Message: "is refused by the server's outbound policy: link-local and metadata addresses are refused, and addresses outside the operator's allowlist"}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+		if s.cfg.Outbound.Check(ip) != nil {
+			return []FieldError{refused}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", u.Hostname())
+	if err != nil {
+		return nil // unresolvable now: the dial-time check decides
+	}
+	for _, ip := range ips {
+		if s.cfg.Outbound.Check(ip) != nil {
+			return []FieldError{refused}
+		}
+	}
+	return nil
 }
 
 // upgradePolicy is what to grant an account's principal so that Groundwork may provision with
@@ -256,35 +305,39 @@ func (s *Server) patchAccount(w http.ResponseWriter, r *http.Request, p *Princip
 func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	id := r.PathValue("id")
 	ctx := r.Context()
-	var ref string
+	var gone *store.CloudAccount
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "cloud-account.delete", "cloud-account", id, nil),
 		func(tx store.Store) error {
 			a, err := tx.GetCloudAccount(ctx, p.OrgID, id)
 			if err != nil {
 				return err
 			}
-			if managed(a.Config) {
-				ref = a.CredentialsRef
-			}
+			gone = a
 			return tx.DeleteCloudAccount(ctx, p.OrgID, id)
 		})
 	if err != nil {
 		return storeErr(err, "cloud account")
 	}
-	// Only a secret this server stored for the account goes with it (a reference given at
-	// creation may be shared); deleting after the commit means a failed delete can orphan a secret but
-	// never leave an account without its credentials.
-	if s.cfg.Secrets != nil && ref != "" {
-		if err := s.cfg.Secrets.Delete(ctx, ref); err != nil {
-			s.log.Warn("cloud account deleted, its secret was not", "ref", ref, "error", err)
+	// Only a secret this server stored for this account goes with it: the vault deletes a
+	// reference only for the owner it was recorded for, whatever the account's config says.
+	// Deleting after the commit means a failed delete can orphan a secret but never leave an
+	// account without its credentials.
+	if s.cfg.Secrets != nil && gone.CredentialsRef != "" {
+		if err := s.cfg.Secrets.For(accountSecrets(gone)).Delete(ctx, gone.CredentialsRef); err != nil {
+			s.log.Warn("cloud account deleted, its secret was not", "ref", gone.CredentialsRef, "error", err)
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
+// accountSecrets is the owner of the credentials stored for account a.
+func accountSecrets(a *store.CloudAccount) secrets.Owner {
+	return secrets.Owner{OrgID: a.OrgID, Kind: secrets.OwnerAccount, ID: a.ID}
+}
+
 // managedKey marks, in an account's config, credentials this server stored from the create
-// request: they belong to the account and go with it.
+// request; it is shown to users, while the secret's recorded owner decides what is deleted.
 const managedKey = "managedCredentials"
 
 func withManaged(cfg json.RawMessage) json.RawMessage {
@@ -293,9 +346,4 @@ func withManaged(cfg json.RawMessage) json.RawMessage {
 	m[managedKey] = true
 	out, _ := json.Marshal(m)
 	return out
-}
-
-func managed(cfg json.RawMessage) bool {
-	var m map[string]any
-	return json.Unmarshal(cfg, &m) == nil && m[managedKey] == true
 }

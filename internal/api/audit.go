@@ -24,7 +24,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, p *Principal)
 	f, err := audit.ParseFilter(p.OrgID, q.Get)
 	var fe *audit.FieldError
 	if errors.As(err, &fe) {
-		return badRequest("bad audit filter", FieldError{Field: fe.Field, Rule: "format", Message: fe.Message})
+		return badRequest("bad audit filter", *fe)
 	}
 	if err != nil {
 		return err

@@ -70,6 +70,20 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *Principa
 	if exp != nil && !exp.After(now) {
 		return badRequest("bad expiry", FieldError{Field: "expiresAt", Rule: "future", Message: "must be in the future"})
 	}
+	if maxTTL := s.cfg.MaxTokenTTL; maxTTL > 0 {
+		limit := now.Add(maxTTL)
+		switch {
+		case exp == nil:
+			exp = &limit // no expiry asked for: the longest this server gives
+		case exp.After(limit):
+			field := "expiresAt"
+			if req.ExpiresIn != "" {
+				field = "expiresIn"
+			}
+			return badRequest("the token would outlive this server's maximum token lifetime",
+				FieldError{Field: field, Rule: "maximum", Message: "must be at most " + maxTTL.String() + " from now"})
+		}
+	}
 	ctx := r.Context()
 	if _, err := s.cfg.Store.GetUser(ctx, p.OrgID, req.Email); errors.Is(err, store.ErrNotFound) {
 		return problem(http.StatusNotFound, "user not found", FieldError{Field: "email", Rule: "exists", Message: "no user " + req.Email + " in your organisation"})
@@ -97,7 +111,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, p *Principal
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	writeJSON(w, http.StatusOK, tokenList{Data: list})
 	return nil
 }
 

@@ -11,9 +11,10 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/groundworkhq/groundwork/internal/audit"
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
-	"github.com/groundworkhq/groundwork/internal/provider/kube"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -37,21 +38,26 @@ type clusterCredentials struct {
 	Token  string `json:"token"`
 }
 
-func (c clusterCredentials) credentials() kube.Credentials {
+func (c clusterCredentials) credentials() cluster.Credentials {
 	ca := []byte(c.CAData)
 	if c.CAData != "" && !strings.Contains(c.CAData, "-----BEGIN") {
 		if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.CAData)); err == nil {
 			ca = b
 		}
 	}
-	return kube.Credentials{Kubeconfig: []byte(c.Kubeconfig), Endpoint: c.Endpoint, CAData: ca, Token: c.Token}
+	return cluster.Credentials{Kubeconfig: []byte(c.Kubeconfig), Endpoint: c.Endpoint, CAData: ca, Token: c.Token}
 }
 
 // spaceConfig is what a registered cluster's space keeps in its config: where the cluster is
 // and a reference to its credential, never the credential.
 type spaceConfig struct {
-	ClusterName string            `json:"clusterName,omitempty"`
-	Cluster     kube.SpaceCluster `json:"cluster"`
+	ClusterName string               `json:"clusterName,omitempty"`
+	Cluster     cluster.SpaceCluster `json:"cluster"`
+}
+
+// ClusterSecrets is the owner of the credential of the cluster registered as space spaceID.
+func ClusterSecrets(orgID, spaceID string) secrets.Owner {
+	return secrets.Owner{OrgID: orgID, Kind: secrets.OwnerCluster, ID: spaceID}
 }
 
 // ClusterSecretName is the secret-store name of a space's cluster credential. Registering the
@@ -62,6 +68,9 @@ func ClusterSecretName(spaceID string) string { return "space-" + spaceID }
 // it in the secret store and creates the space with status ready. The reachability checker
 // keeps the status current afterwards.
 func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	if s.cfg.Components.Clusters == nil {
+		return errors.New("register cluster: the server has no cluster registrar")
+	}
 	var req registerClusterRequest
 	if pr := decode(r, &req); pr != nil {
 		return pr
@@ -83,7 +92,8 @@ func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Prin
 		fields = append(fields, FieldError{Field: "region", Rule: "required", Message: "is required"})
 	}
 	creds := req.Cluster.credentials()
-	if err := creds.Validate(); err != nil {
+	creds.Dial = s.cfg.Outbound.DialContext
+	if err := s.cfg.Components.Clusters.Validate(creds); err != nil {
 		fields = append(fields, credentialField(err))
 	}
 	if len(fields) > 0 {
@@ -96,7 +106,7 @@ func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Prin
 		return err
 	}
 	id := "spc_" + ulid.Make().String()
-	sc, err := kube.Register(r.Context(), s.cfg.Secrets, ClusterSecretName(id), creds)
+	sc, err := s.cfg.Components.Clusters.Register(r.Context(), s.cfg.Secrets.For(ClusterSecrets(p.OrgID, id)), ClusterSecretName(id), creds)
 	if err != nil {
 		return registrationProblem(err)
 	}
@@ -112,7 +122,7 @@ func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Prin
 		func(tx store.Store) error { return tx.CreateSpace(r.Context(), sp) })
 	if err != nil {
 		// No space refers to the stored credential: take it back rather than leave it behind.
-		if derr := s.cfg.Secrets.Delete(context.WithoutCancel(r.Context()), sc.CredentialRef); derr != nil {
+		if derr := s.cfg.Secrets.For(ClusterSecrets(p.OrgID, id)).Delete(context.WithoutCancel(r.Context()), sc.CredentialRef); derr != nil {
 			s.log.Warn("could not remove the credential of a cluster registration that failed", "ref", sc.CredentialRef, "error", derr)
 		}
 		return err
@@ -124,8 +134,8 @@ func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Prin
 
 // Space statuses of a registered cluster.
 const (
-	SpaceReady       = "ready"
-	SpaceUnreachable = "unreachable"
+	SpaceReady       = cluster.SpaceReady
+	SpaceUnreachable = cluster.SpaceUnreachable
 )
 
 // credentialField names the field a credential error is about; kube's messages start with it.
@@ -150,11 +160,15 @@ func registrationProblem(err error) error {
 		return err
 	}
 	var pr *Problem
-	switch fe.Class {
-	case job.ClassUserAction:
+	switch {
+	case fe.Code == "OutboundRefused":
+		// Said without the remote's answer: there was none, and a refused address is not probed.
+		pr = badRequest("the cluster's address is refused by the server's outbound policy",
+			FieldError{Field: "cluster.endpoint", Rule: "outbound", Message: "link-local and metadata addresses are refused, and addresses outside the operator's allowlist"})
+	case fe.Class == job.ClassUserAction:
 		pr = badRequest("the cluster refused the credentials: "+err.Error(),
 			FieldError{Field: "cluster", Rule: "credentials", Message: fe.Code})
-	case job.ClassTransient:
+	case fe.Class == job.ClassTransient:
 		pr = problem(http.StatusUnprocessableEntity, "the cluster did not answer: "+err.Error(),
 			FieldError{Field: "cluster.endpoint", Rule: "reachable", Message: fe.Code})
 	default:

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,8 +11,8 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/catalog/components"
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/job"
-	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -20,6 +21,16 @@ import (
 // go there, and a space keeps only the reference.
 type ComponentConfig struct {
 	Catalog *components.Catalog
+	// Clusters checks and registers the clusters of POST /api/spaces/register-cluster
+	// (kube.Registrar in the server).
+	Clusters ClusterRegistrar
+}
+
+// ClusterRegistrar checks a cluster's credentials and registers the cluster: it reaches the
+// cluster once and keeps the credential in store under secretName.
+type ClusterRegistrar interface {
+	Validate(creds cluster.Credentials) error
+	Register(ctx context.Context, store cluster.SecretPutter, secretName string, creds cluster.Credentials) (cluster.SpaceCluster, error)
 }
 
 func (s *Server) componentRoutes() []route {
@@ -51,20 +62,20 @@ type installComponentRequest struct {
 
 // SpaceClusterOf reads the cluster a space registered, if any. The space's config holds it
 // under "cluster" (see registerCluster).
-func SpaceClusterOf(sp *store.Space) (kube.SpaceCluster, bool, error) {
+func SpaceClusterOf(sp *store.Space) (cluster.SpaceCluster, bool, error) {
 	var cfg struct {
-		Cluster *kube.SpaceCluster `json:"cluster"`
+		Cluster *cluster.SpaceCluster `json:"cluster"`
 	}
 	if len(sp.Config) == 0 {
-		return kube.SpaceCluster{}, false, nil
+		return cluster.SpaceCluster{}, false, nil
 	}
 	if err := json.Unmarshal(sp.Config, &cfg); err != nil {
-		return kube.SpaceCluster{}, false, err
+		return cluster.SpaceCluster{}, false, err
 	}
 	// A cluster is reachable with a stored credential, or, for one Groundwork created, with
 	// tokens minted from its cloud account.
-	if cfg.Cluster == nil || (cfg.Cluster.CredentialRef == "" && cfg.Cluster.Auth != kube.AuthCloudToken) {
-		return kube.SpaceCluster{}, false, nil
+	if cfg.Cluster == nil || (cfg.Cluster.CredentialRef == "" && cfg.Cluster.Auth != cluster.AuthCloudToken) {
+		return cluster.SpaceCluster{}, false, nil
 	}
 	return *cfg.Cluster, true, nil
 }

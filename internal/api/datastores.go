@@ -175,7 +175,7 @@ func (s *Server) service(p *Principal, recs *auditedRecords) (*datastore.Service
 	if w := s.cfg.Datastores.Wrap; w != nil {
 		r = w(r)
 	}
-	return datastore.NewService(orgJobs{st: s.cfg.Store, org: p.OrgID}, r, s.cfg.Secrets, s.cfg.Now, s.log), nil
+	return datastore.NewService(orgJobs{st: s.cfg.Store, org: p.OrgID}, r, s.cfg.Secrets, s.cfg.Now, s.log).WithOutbound(s.cfg.Outbound), nil
 }
 
 // change returns records that audit the request's first change as action on resType/resID.
@@ -198,7 +198,7 @@ func datastoreErr(err error, what string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &fe):
-		return badRequest("the request is invalid", FieldError{Field: fe.Field, Rule: fe.Rule, Message: fe.Message})
+		return badRequest("the request is invalid", *fe)
 	case errors.Is(err, datastore.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return notFound(what)
 	case errors.Is(err, datastore.ErrNotReady):

@@ -1,24 +1,24 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/oklog/ulid/v2"
-
 	"github.com/groundworkhq/groundwork/internal/audit"
-	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
-	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/jobs"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 type createJobRequest struct {
@@ -32,10 +32,8 @@ type createJobRequest struct {
 }
 
 // FieldErrorer is implemented by validation errors that know which fields are wrong (a
-// pipeline's Validate may return one).
-type FieldErrorer interface {
-	FieldErrors() []FieldError
-}
+// pipeline's Validate returns a validation.Error).
+type FieldErrorer = validation.Fielder
 
 func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req createJobRequest
@@ -64,126 +62,51 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 // NewJob validates a create request and lays out the job (not yet stored). Other entry points
 // that create jobs (install-component, the provisioner protocol) go through it too.
 func (s *Server) NewJob(ctx context.Context, p *Principal, req *createJobRequest) (*job.Job, error) {
-	var fields []FieldError
-	if req.SpaceID == "" {
-		fields = append(fields, FieldError{Field: "spaceID", Rule: "required", Message: "is required"})
-	}
-	family := job.Family(req.Kind)
-	if req.Kind == "" {
-		fields = append(fields, FieldError{Field: "kind", Rule: "required", Message: "is required"})
-	} else if _, ok := s.cfg.Pipelines.Get(family); !ok {
-		fields = append(fields, FieldError{Field: "kind", Rule: "enum",
-			Message: fmt.Sprintf("%q is not a kind this server provisions; one of %s", req.Kind, s.kinds())})
-	}
-	mode := job.Mode(req.Mode)
-	if mode == "" {
-		mode = job.ModeCreate
-	}
-	if mode != job.ModeCreate && mode != job.ModeAdopt {
-		fields = append(fields, FieldError{Field: "mode", Rule: "enum", Message: "must be create or adopt"})
-	}
-	config := bytes.TrimSpace(req.Config)
-	if len(config) == 0 || string(config) == "null" {
-		config = []byte(`{}`)
-	}
-	if config[0] != '{' {
-		fields = append(fields, FieldError{Field: "config", Rule: "type", Message: "must be an object"})
-	}
-	if len(req.Name) > 200 {
-		fields = append(fields, FieldError{Field: "name", Rule: "maxLength", Message: "must be at most 200 characters"})
-	}
-	if len(fields) > 0 {
-		return nil, badRequest("the job request is invalid", fields...)
-	}
-	space, err := s.cfg.Store.GetSpace(ctx, p.OrgID, req.SpaceID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, problem(http.StatusNotFound, "space not found",
-			FieldError{Field: "spaceID", Rule: "exists", Message: "no space " + req.SpaceID + " in your organisation"})
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p.Perms != nil && !p.Perms.OrgWide("provisioning:create") {
+	return s.newJob(ctx, p, req, true)
+}
+
+// newJob is NewJob; checkAccount refuses a create on a read-only cloud account (a plan is
+// answered for one).
+func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest, checkAccount bool) (*job.Job, error) {
+	j, err := s.jobs.Admit(ctx, p.OrgID, jobs.Request{SpaceID: req.SpaceID, Kind: req.Kind, Mode: req.Mode, Draft: req.Draft,
+		Name: req.Name, Tags: req.Tags, Config: req.Config}, func(ctx context.Context, space *store.Space) error {
+		if p.Perms == nil || p.Perms.OrgWide("provisioning:create") {
+			return nil
+		}
 		chain, err := newScopes(s.cfg.Store, p.OrgID).space(ctx, space.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !p.Can("provisioning:create", chain...) {
-			return nil, problem(http.StatusForbidden, "this needs the provisioning:create permission on space "+space.ID)
+			return problem(http.StatusForbidden, "this needs the provisioning:create permission on space "+space.ID)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, refusalProblem(err)
 	}
-	if space.CloudAccountID != "" && mode == job.ModeCreate {
-		acc, err := s.cfg.Store.GetCloudAccount(ctx, p.OrgID, space.CloudAccountID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if checkAccount {
+		if err := s.checkAccount(ctx, j); err != nil {
 			return nil, err
 		}
-		if acc != nil && acc.PermissionLevel == "read_only" {
-			return nil, readOnlyRefusal(acc)
-		}
 	}
-	if s.cfg.Catalog != nil && mode == job.ModeCreate {
-		_, withDefaults, err := s.cfg.Catalog.ValidateJob(family, config)
-		var ve *catalog.ValidationError
-		switch {
-		case errors.As(err, &ve):
-			return nil, badRequest("the config is invalid for kind "+req.Kind, catalogFields(ve)...)
-		case err == nil:
-			config = withDefaults
-		}
-		// A family the catalog has no type for is validated by its pipeline alone.
-	}
-	pl, _ := s.cfg.Pipelines.Get(family)
-	status := job.StatusQueued
-	if req.Draft {
-		status = job.StatusDraft
-	}
-	now := s.cfg.Now()
-	j := &job.Job{
-		ID: "job_" + ulid.Make().String(), OrgID: p.OrgID, SpaceID: space.ID, Kind: job.KindProvisioning,
-		Family: family, Provider: space.Provider, Mode: mode, Name: req.Name, Tags: req.Tags,
-		Config: json.RawMessage(config), Infra: json.RawMessage(`{}`), Status: status, Phase: job.PhaseApply,
-		LeaseTTL: pl.LeaseTTL(), NextRunAt: now,
-	}
-	if err := pl.Validate(ctx, j); err != nil {
-		return nil, validationProblem(err)
-	}
-	j.Steps = pipeline.NewStepRecords(pl.Steps(j))
 	return j, nil
 }
 
-func catalogFields(ve *catalog.ValidationError) []FieldError {
-	out := make([]FieldError, len(ve.Fields))
-	for i, f := range ve.Fields {
-		name := "config"
-		if f.Field != "" {
-			name = "config." + f.Field
-		}
-		out[i] = FieldError{Field: name, Rule: f.Rule, Message: f.Message}
+// refusalProblem renders the jobs service's refusal as a problem; other errors pass.
+func refusalProblem(err error) error {
+	var rf *jobs.Refusal
+	if !errors.As(err, &rf) {
+		return err
 	}
-	return out
+	status := http.StatusBadRequest
+	if rf.Reason == jobs.NotFound {
+		status = http.StatusNotFound
+	}
+	return problem(status, rf.Detail, rf.Fields...)
 }
 
-func validationProblem(err error) error {
-	var fe FieldErrorer
-	if errors.As(err, &fe) {
-		return badRequest("the config is invalid", fe.FieldErrors()...)
-	}
-	var ve *catalog.ValidationError
-	if errors.As(err, &ve) {
-		return badRequest("the config is invalid", catalogFields(ve)...)
-	}
-	return badRequest(err.Error())
-}
-
-func (s *Server) kinds() string {
-	var names []string
-	for _, f := range job.Families {
-		if _, ok := s.cfg.Pipelines.Get(f); ok {
-			names = append(names, string(f))
-		}
-	}
-	return strings.Join(names, ", ")
-}
+func validationProblem(err error) error { return refusalProblem(jobs.ConfigRefusal(err)) }
 
 type jobList struct {
 	Data       []*job.Job `json:"data"`
@@ -208,6 +131,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if err != nil {
 		return err
 	}
+	// Remediation workflows are listed by /api/remediation-jobs; the cursor still walks the
+	// whole ledger, so a page may hold fewer than limit.
+	page.Jobs = slices.DeleteFunc(page.Jobs, func(j *job.Job) bool { return j.Kind == job.KindRemediation })
 	if p.Perms != nil && !p.Perms.OrgWide("provisioning:view") {
 		// A caller who may view only some spaces sees only their jobs; the cursor still walks
 		// the whole org, so a page may hold fewer than limit.
@@ -236,6 +162,10 @@ func (s *Server) loadJob(ctx context.Context, p *Principal, id string) (*job.Job
 	if err != nil {
 		return nil, storeErr(err, "job")
 	}
+	if j.Kind == job.KindRemediation {
+		// Remediation workflows share the ledger but are served by /api/remediation-jobs.
+		return nil, notFound("job")
+	}
 	return j, nil
 }
 
@@ -253,64 +183,76 @@ type patchJobRequest struct {
 	Name    *string           `json:"name"`
 	Tags    map[string]string `json:"tags"`
 	Status  *job.Status       `json:"status"`
-	VMOp    *string           `json:"vmOp"`
+	VMOp    *string           `json:"vmOp" description:"a VM operation on a completed vm_pool job: attach_lb or detach_lb"`
 	// Min, Max and Desired resize an ASG pool in place.
-	Min     *int32 `json:"min"`
-	Max     *int32 `json:"max"`
-	Desired *int32 `json:"desired"`
+	Min     *int32 `json:"min" description:"resize: the pool's new minimum (an ASG pool)"`
+	Max     *int32 `json:"max" description:"resize: the pool's new maximum"`
+	Desired *int32 `json:"desired" description:"resize: the pool's new desired size"`
 }
 
-// VMOperator is implemented by a pipeline that supports post-provisioning VM operations
-// (attach_lb, detach_lb): it returns the job's new config and step records, which the engine
-// then runs like any other pending steps.
-type VMOperator interface {
-	PlanVMOp(j *job.Job, op string) (config json.RawMessage, steps []job.StepRecord, err error)
-}
-
-// VMResizer is implemented by a pipeline whose pools resize in place (an ASG): like
-// PlanVMOp, it returns the new config and step records for the engine to run. A nil size
-// keeps the current one.
-type VMResizer interface {
-	PlanResize(j *job.Job, min, max, desired *int32) (config json.RawMessage, steps []job.StepRecord, err error)
-}
+// unconditionalAttempts bounds how often a PATCH without a version re-reads the job after
+// losing a race to the engine's own checkpoints before it answers 409.
+const unconditionalAttempts = 5
 
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req patchJobRequest
 	if pr := decode(r, &req); pr != nil {
 		return pr
 	}
-	version, err := requestVersion(r, req.Version)
+	want, err := requestVersion(r, req.Version)
 	if err != nil {
 		return err
 	}
-	j, err := s.loadJob(r.Context(), p, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	if j.Version != version {
-		return problem(http.StatusConflict, fmt.Sprintf("the job is at version %d, not %d; read it again and retry", j.Version, version))
-	}
-	up := &store.UpdateJobParams{OrgID: p.OrgID, ID: j.ID, Version: version, Now: s.cfg.Now(), Name: req.Name, Tags: req.Tags}
 	if req.Name != nil && len(*req.Name) > 200 {
 		return badRequest("bad name", FieldError{Field: "name", Rule: "maxLength", Message: "must be at most 200 characters"})
 	}
+	// Without a version the client asks for the change to be applied to whatever the job is
+	// now (the older clients' contract); the engine may commit in between, so a lost race is
+	// retried on a fresh read rather than handed back as a conflict the client did not ask for.
+	for attempt := 1; ; attempt++ {
+		out, err := s.patchOnce(r, p, &req, want)
+		if errors.Is(err, store.ErrVersionConflict) && want == nil && attempt < unconditionalAttempts {
+			continue
+		}
+		if err != nil {
+			return storeErr(err, "job")
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// patchOnce applies req to the job as it is now; want, when set, is the version the client read.
+func (s *Server) patchOnce(r *http.Request, p *Principal, req *patchJobRequest, want *int64) (*job.Job, error) {
+	j, err := s.loadJob(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if want != nil && j.Version != *want {
+		return nil, problem(http.StatusConflict, fmt.Sprintf("the job is at version %d, not %d; read it again and retry", j.Version, *want))
+	}
+	up := &store.UpdateJobParams{OrgID: p.OrgID, ID: j.ID, Version: j.Version, Now: s.cfg.Now(), Name: req.Name, Tags: req.Tags}
 	if req.Status != nil {
 		if *req.Status != job.StatusQueued || j.Status != job.StatusDraft {
-			return problem(http.StatusConflict, fmt.Sprintf("PATCH can only promote a draft to queued; this job is %s", j.Status),
+			return nil, problem(http.StatusConflict, fmt.Sprintf("PATCH can only promote a draft to queued; this job is %s", j.Status),
 				FieldError{Field: "status", Rule: "transition", Message: "only draft → queued"})
+		}
+		// The account may have been made read-only since the draft was written.
+		if err := s.checkAccount(r.Context(), j); err != nil {
+			return nil, err
 		}
 		now := s.cfg.Now()
 		up.Status, up.NextRunAt = req.Status, &now
 	}
 	if req.VMOp != nil {
 		if err := s.planVMOp(j, *req.VMOp, up); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	resize := req.Min != nil || req.Max != nil || req.Desired != nil
 	if resize {
 		if err := s.planResize(j, req.Min, req.Max, req.Desired, up); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	action, meta := "provisioning-job.update", map[string]any{"name": req.Name, "tags": req.Tags}
@@ -323,22 +265,22 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if resize {
 		action, meta["min"], meta["max"], meta["desired"] = "provisioning-job.resize", req.Min, req.Max, req.Desired
 	}
+	if want == nil {
+		meta["unconditional"] = true
+	}
 	var out *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, action, "provisioning-job", j.ID, meta),
 		func(tx store.Store) (err error) {
 			out, err = tx.UpdateJob(r.Context(), up)
 			return err
 		})
-	if err != nil {
-		return storeErr(err, "job")
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, err
 }
 
 func (s *Server) planVMOp(j *job.Job, op string, up *store.UpdateJobParams) error {
-	if op != "attach_lb" && op != "detach_lb" {
-		return badRequest("unknown vmOp", FieldError{Field: "vmOp", Rule: "enum", Message: "must be attach_lb or detach_lb"})
+	if err := vmpool.CheckOp(op); err != nil {
+		fields, _ := validation.Fields(err)
+		return badRequest("unknown vmOp", fields...)
 	}
 	if j.Family != job.FamilyVMPool {
 		return badRequest("vmOp applies to vm_pool jobs", FieldError{Field: "vmOp", Rule: "kind", Message: "this job is " + string(j.Family)})
@@ -346,9 +288,8 @@ func (s *Server) planVMOp(j *job.Job, op string, up *store.UpdateJobParams) erro
 	if j.Status != job.StatusCompleted {
 		return problem(http.StatusConflict, "vmOp needs a completed job; this one is "+string(j.Status))
 	}
-	pl, _ := s.cfg.Pipelines.Get(j.Family)
-	vo, ok := pl.(VMOperator)
-	if !ok {
+	vo := s.cfg.VMOps
+	if vo == nil {
 		return badRequest("this server's vm_pool pipeline has no VM operations", FieldError{Field: "vmOp", Rule: "supported", Message: "not supported"})
 	}
 	config, steps, err := vo.PlanVMOp(j, op)
@@ -371,9 +312,8 @@ func (s *Server) planResize(j *job.Job, min, max, desired *int32, up *store.Upda
 	if j.Status != job.StatusCompleted {
 		return problem(http.StatusConflict, "a resize needs a completed job; this one is "+string(j.Status))
 	}
-	pl, _ := s.cfg.Pipelines.Get(j.Family)
-	vr, ok := pl.(VMResizer)
-	if !ok {
+	vr := s.cfg.VMOps
+	if vr == nil {
 		return badRequest("this server's vm_pool pipeline does not resize", FieldError{Field: "min", Rule: "supported", Message: "not supported"})
 	}
 	config, steps, err := vr.PlanResize(j, min, max, desired)
@@ -386,20 +326,20 @@ func (s *Server) planResize(j *job.Job, min, max, desired *int32, up *store.Upda
 	return nil
 }
 
-// requestVersion takes the version the client read from the body or from If-Match.
-func requestVersion(r *http.Request, body *int64) (int64, error) {
+// requestVersion takes the version the client read from the body or from If-Match; nil when
+// the client sent neither, which asks for the change to apply to the job as it is.
+func requestVersion(r *http.Request, body *int64) (*int64, error) {
 	if body != nil {
-		return *body, nil
+		return body, nil
 	}
 	if h := strings.Trim(strings.TrimPrefix(r.Header.Get("If-Match"), "W/"), `"`); h != "" {
 		v, err := strconv.ParseInt(h, 10, 64)
 		if err != nil {
-			return 0, badRequest("If-Match must hold the job's version", FieldError{Field: "If-Match", Rule: "type", Message: "must be a number"})
+			return nil, badRequest("If-Match must hold the job's version", FieldError{Field: "If-Match", Rule: "type", Message: "must be a number"})
 		}
-		return v, nil
+		return &v, nil
 	}
-	return 0, problem(http.StatusPreconditionRequired, "send the version you read, as \"version\" in the body or in If-Match",
-		FieldError{Field: "version", Rule: "required", Message: "is required"})
+	return nil, nil
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
@@ -423,6 +363,13 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *Principal)
 		})
 	if err != nil && !errors.Is(err, errNoChange) {
 		return transitionErr(err)
+	}
+	if out.Status == job.StatusCancelled && !out.AnyStepCompleted() && s.cfg.Secrets != nil {
+		// No step ran, so no undo will: the secrets stored for the job at admission (an adopted
+		// server's password, secret component values) go now.
+		if err := s.cfg.Secrets.Forget(r.Context(), secrets.JobOwner(out.OrgID, out.ID)); err != nil {
+			s.log.Warn("a cancelled job's secrets were not deleted", "job", out.ID, "error", err)
+		}
 	}
 	writeJSON(w, http.StatusAccepted, out)
 	return nil
@@ -454,57 +401,98 @@ func transitionErr(err error) error {
 	return storeErr(err, "job")
 }
 
+// Event stream timing. The server's WriteTimeout is for ordinary answers; a stream lives as
+// long as its job, so it sets its own write deadline before each write instead: a client that
+// stops reading is cut off after streamWriteGrace. The token is checked again at every
+// keepalive, so a revoked or expired token ends its streams within streamKeepalive.
+const (
+	streamPoll        = time.Second
+	streamKeepalive   = 15 * time.Second
+	streamWriteGrace  = 30 * time.Second
+	maxStreamsPerUser = 20
+)
+
 // jobEvents streams the job as server-sent events: one "job" event now and one per committed
-// change, until the job settles (completed, failed, cancelled, deleted).
+// change, until the job settles (completed, failed, cancelled, deleted), the client leaves or
+// the token stops being valid.
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	j, err := s.loadJob(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	fl, ok := w.(http.Flusher)
+	release, ok := s.cfg.Hub.openStream(streamHolder(p))
 	if !ok {
-		return errors.New("streaming unsupported by the response writer")
+		w.Header().Set("Retry-After", "15")
+		return problem(http.StatusTooManyRequests, fmt.Sprintf("at most %d event streams may be open per token; close one first", s.cfg.Hub.streamCap()))
 	}
-	changes, unsubscribe := s.cfg.Hub.subscribe(j.ID)
+	defer release()
+	rc := http.NewResponseController(w)
+	changes, unsubscribe := s.cfg.Hub.subscribe(p.OrgID, j.ID, j.Version)
 	defer unsubscribe()
+	// A change committed between the first read and the subscription would be missed until
+	// the next one; one more read now closes that gap.
+	if fresh, err := s.cfg.Store.GetJob(r.Context(), &store.GetJobParams{OrgID: p.OrgID, ID: j.ID}); err == nil {
+		j = fresh
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	send := func(j *job.Job) {
-		b, _ := json.Marshal(j)
-		fmt.Fprintf(w, "id: %d\nevent: job\ndata: %s\n\n", j.Version, b)
-		fl.Flush()
+	write := func(format string, args ...any) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(streamWriteGrace)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
 	}
-	send(j)
+	send := func(j *job.Job) bool {
+		b, _ := json.Marshal(j)
+		return write("id: %d\nevent: job\ndata: %s\n\n", j.Version, b)
+	}
+	if !send(j) {
+		return nil
+	}
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	last := j.Version
-	poll := time.NewTicker(time.Second)
-	defer poll.Stop()
-	keepalive := time.NewTicker(15 * time.Second)
+	every := streamKeepalive
+	if s.cfg.Hub.Keepalive > 0 {
+		every = s.cfg.Hub.Keepalive
+	}
+	keepalive := time.NewTicker(every)
 	defer keepalive.Stop()
 	for !settled(j) {
 		select {
 		case <-r.Context().Done():
 			return nil
 		case <-keepalive.C:
-			fmt.Fprint(w, ": keepalive\n\n")
-			fl.Flush()
-			continue
-		case c := <-changes:
-			j = c
-		case <-poll.C:
-			// Another replica may be running the job; the store is the truth.
-			fresh, err := s.cfg.Store.GetJob(r.Context(), &store.GetJobParams{OrgID: p.OrgID, ID: j.ID})
-			if err != nil {
+			if _, err := s.cfg.Auth.Authenticate(r.Context(), token); err != nil {
+				return nil // revoked, expired, or its user removed: the stream ends with it
+			}
+			if !write(": keepalive\n\n") {
 				return nil
 			}
-			j = fresh
+			continue
+		case c := <-changes:
+			// From this process's commits or the shared feed (other replicas' commits).
+			j = c
 		}
 		if j.Version > last {
 			last = j.Version
-			send(j)
+			if !send(j) {
+				return nil
+			}
 		}
 	}
 	return nil
+}
+
+// streamHolder is whose streams are counted together: the token, or for the bootstrap and
+// static tokens (no stored id) the actor.
+func streamHolder(p *Principal) string {
+	if p.TokenID != "" {
+		return "token:" + p.TokenID
+	}
+	return "actor:" + p.OrgID + "/" + p.Actor
 }
 
 func settled(j *job.Job) bool {

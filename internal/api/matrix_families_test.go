@@ -9,15 +9,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -100,28 +103,44 @@ func startSharedPostgres() {
 	}
 	sharedPG.prov = p
 	pw := datastore.GeneratePassword()
-	srv, err := p.Ensure(ctx, local.ServerSpec{JobID: sharedPGJob, Engine: datastore.EnginePostgres, AdminPassword: pw})
-	if err != nil {
-		sharedPG.err = fmt.Errorf("start: %w", err)
-		return
-	}
+	spec := local.ServerSpec{JobID: sharedPGJob, Engine: datastore.EnginePostgres, AdminPassword: pw}
+	// As the datastore pipeline does: a transient answer (not accepting connections yet, or the
+	// process not found) is waited out, and Ensure is asked again, which starts the server anew
+	// if it has died. Only a permanent error, or the deadline, ends the wait.
+	var srv local.Server
+	var last error
 	for {
-		ok, err := p.Ready(ctx, sharedPGJob, pw)
-		if err != nil {
-			sharedPG.err = fmt.Errorf("ready: %w", err)
-			return
+		srv, last = p.Ensure(ctx, spec)
+		ok := false
+		if last == nil {
+			ok, last = p.Ready(ctx, sharedPGJob, pw)
 		}
 		if ok {
 			break
 		}
+		if last != nil && fault.ClassOf(last) != job.ClassTransient {
+			sharedPG.err = fmt.Errorf("start: %w", last)
+			return
+		}
 		select {
 		case <-ctx.Done():
-			sharedPG.err = fmt.Errorf("not ready: %w", ctx.Err())
+			sharedPG.err = fmt.Errorf("not ready: %w (last: %v); server log:\n%s", ctx.Err(), last, readLog(srv.Dir))
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	sharedPG.srv, sharedPG.pw = srv, pw
+}
+
+func readLog(dir string) string {
+	if dir == "" {
+		return "(no server dir)"
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // pgSeq makes database and owner names unique on the shared server, across the tests that
@@ -138,7 +157,7 @@ func (e *accessEnv) dsJob(t *testing.T, org string) *job.Job {
 	srv, pw := sharedPostgres(t)
 	ctx := context.Background()
 	id := "job_" + e.uniq()
-	ref, err := e.sec.Put(ctx, id+"/admin", pw)
+	ref, err := e.sec.For(secrets.Owner{OrgID: org, Kind: secrets.OwnerJob, ID: id}).Put(ctx, id+"/admin", pw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +260,7 @@ func (e *accessEnv) clusterSpace(t *testing.T, org string) string {
 	t.Helper()
 	ctx := context.Background()
 	id := "spc_" + e.uniq()
-	sc, err := kube.Register(ctx, e.sec, ClusterSecretName(id), kube.Credentials{Endpoint: e.cluster.url, CAData: []byte(e.cluster.caPEM), Token: e.cluster.token})
+	sc, err := kube.Register(ctx, e.sec.For(ClusterSecrets(org, id)), ClusterSecretName(id), kube.Credentials{Endpoint: e.cluster.url, CAData: []byte(e.cluster.caPEM), Token: e.cluster.token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,11 +19,15 @@ import (
 	"github.com/groundworkhq/groundwork/internal/auth"
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/catalog/components"
+	"github.com/groundworkhq/groundwork/internal/discovery"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/component"
 	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
+	"github.com/groundworkhq/groundwork/internal/plan"
 	"github.com/groundworkhq/groundwork/internal/protocol"
+	"github.com/groundworkhq/groundwork/internal/provider/kube"
+	localprov "github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/rbac"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -36,7 +41,7 @@ import (
 // mounted.
 type accessEnv struct {
 	st     *sqlstore.Store
-	sec    secrets.SecretStore
+	sec    *secrets.Vault
 	srv    *Server
 	url    string
 	dir    string
@@ -66,10 +71,11 @@ func newAccessEnv(t *testing.T) *accessEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	sec, err := secrets.OpenLocal(dir, "")
+	local, err := secrets.OpenLocal(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	sec := secrets.NewVault(local, st)
 	comps, err := components.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +86,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := pipeline.NewRegistry(&testfamily.Pipeline{N: 2}, compPipe)
+	reg, err := pipeline.NewRegistry(&testfamily.Pipeline{N: 2}, compPipe, remediationPipeline(t, st))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +98,15 @@ func newAccessEnv(t *testing.T) *accessEnv {
 	// registration and its audit entry share one transaction.
 	provs := protocol.NewRegistry(st, protocol.RegistryOptions{Health: healthy{}})
 	e := &accessEnv{st: st, sec: sec, dir: dir, tokens: map[string]string{}, cat: cat, provs: provs, cluster: newClusterVersion(t)}
-	e.srv = New(Config{Store: st, Pipelines: reg, Catalog: cat, Secrets: sec, Provisioners: provs,
-		Datastores: &DatastoreConfig{}, Components: &ComponentConfig{Catalog: comps},
+	lp, err := localprov.New(localprov.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := discovery.New(func(context.Context, string, string) (discovery.Lister, error) {
+		return localprov.Discoverer{P: lp}, nil
+	}, discovery.Options{})
+	e.srv = New(Config{Store: st, Pipelines: reg, Catalog: cat, Secrets: sec, Provisioners: provs, Discovery: disc,
+		Datastores: &DatastoreConfig{}, Components: &ComponentConfig{Catalog: comps, Clusters: kube.Registrar{}}, Remediation: &RemediationConfig{},
 		Auth: TokenAuth{Auth: &auth.Authenticator{Store: st}}})
 	hs := httptest.NewServer(e.srv)
 	t.Cleanup(hs.Close)
@@ -200,13 +213,19 @@ func (e *accessEnv) call(t *testing.T, tok, method, path, body string) reply {
 	return r
 }
 
+// auditTotal counts the org's entries made by callers; the engine's own entries (a job that a
+// delete ended at once also records its end by the engine) are not the route's.
 func (e *accessEnv) auditTotal(t *testing.T, org string) int {
 	t.Helper()
 	_, n, err := e.st.ListAudit(context.Background(), &audit.Filter{OrgID: org})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	_, engine, err := e.st.ListAudit(context.Background(), &audit.Filter{OrgID: org, Actor: audit.ActorEngine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n - engine
 }
 
 // target is what one matrix cell works on: the path and body with the objects it names made
@@ -231,7 +250,9 @@ type fixture struct {
 
 // notAudited lists mutating routes that write no audit entry, with the reason. Everything
 // else that is not a GET must leave exactly one entry.
-var notAudited = map[string]string{}
+var notAudited = map[string]string{
+	"POST /api/provisioning-jobs/plan": "a plan stores and changes nothing",
+}
 
 func fixtures() map[string]fixture {
 	plain := func(path, body string) func(*testing.T, *accessEnv, string) target {
@@ -246,6 +267,15 @@ func fixtures() map[string]fixture {
 		"DELETE /api/spaces/{id}": {ok: 204, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
 			id := e.space(t, org)
 			return target{path: "/api/spaces/" + id, resourceType: "space", resourceID: id}
+		}},
+		"GET /api/spaces/{id}/discovery/{kind}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			return target{path: "/api/spaces/" + e.space(t, org) + "/discovery/networks", check: func(got reply) error {
+				var p discovery.Page
+				if err := json.Unmarshal([]byte(got.raw), &p); err != nil || len(p.Items) == 0 || p.Items[0].CIDR != "127.0.0.0/8" {
+					return fmt.Errorf("discovery = %s (%v): want the loopback network", got.raw, err)
+				}
+				return nil
+			}}
 		}},
 		"GET /api/cloud-accounts": {ok: 200, make: plain("/api/cloud-accounts", "")},
 		"POST /api/cloud-accounts": {ok: 201, make: plain("/api/cloud-accounts",
@@ -267,6 +297,19 @@ func fixtures() map[string]fixture {
 		"GET /api/provisioning-jobs": {ok: 200, make: plain("/api/provisioning-jobs", "")},
 		"POST /api/provisioning-jobs": {ok: 201, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
 			return target{path: "/api/provisioning-jobs", body: `{"spaceID":"` + e.space(t, org) + `","kind":"test","draft":true}`}
+		}},
+		"GET /api/provisioning-jobs/{id}/plan": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			return target{path: "/api/provisioning-jobs/" + e.job(t, org, e.space(t, org), job.StatusDraft).ID + "/plan"}
+		}},
+		"POST /api/provisioning-jobs/plan": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			return target{path: "/api/provisioning-jobs/plan", body: `{"spaceID":"` + e.space(t, org) + `","kind":"test"}`,
+				check: func(got reply) error {
+					var p plan.Plan
+					if err := json.Unmarshal([]byte(got.raw), &p); err != nil || len(p.Steps) == 0 || p.Policy.Format != plan.FormatNone {
+						return fmt.Errorf("plan = %s (%v): want the test family's steps and no policy", got.raw, err)
+					}
+					return nil
+				}}
 		}},
 		"GET /api/provisioning-jobs/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
 			return target{path: "/api/provisioning-jobs/" + e.job(t, org, e.space(t, org), job.StatusDraft).ID}
@@ -296,11 +339,11 @@ func fixtures() map[string]fixture {
 			return target{path: "/api/provisioners", body: `{"name":"p` + e.uniq() + `","url":"http://127.0.0.1:1","pairs":[{"kind":"managed-resource","type":"x-` + e.uniq() + `"}]}`}
 		}},
 		"GET /api/provisioners": {ok: 200, make: plain("/api/provisioners", "")},
-		"GET /api/provisioners/{id}": {ok: 200, make: func(t *testing.T, e *accessEnv, _ string) target {
-			return target{path: "/api/provisioners/" + e.provisioner(t)}
+		"GET /api/provisioners/{id}": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			return target{path: "/api/provisioners/" + e.provisioner(t, org)}
 		}},
-		"DELETE /api/provisioners/{id}": {ok: 204, make: func(t *testing.T, e *accessEnv, _ string) target {
-			id := e.provisioner(t)
+		"DELETE /api/provisioners/{id}": {ok: 204, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			id := e.provisioner(t, org)
 			return target{path: "/api/provisioners/" + id, resourceType: "provisioner", resourceID: id}
 		}},
 		"GET /api/policies": {ok: 200, make: plain("/api/policies", "")},
@@ -378,12 +421,15 @@ func fixtures() map[string]fixture {
 	for key, f := range familyFixtures() {
 		fx[key] = f
 	}
+	for key, f := range remediationFixtures() {
+		fx[key] = f
+	}
 	return fx
 }
 
-func (e *accessEnv) provisioner(t *testing.T) string {
+func (e *accessEnv) provisioner(t *testing.T, org string) string {
 	t.Helper()
-	p, err := e.provs.Register(context.Background(), protocol.RegisterInput{Name: "p" + e.uniq(), URL: "http://127.0.0.1:1",
+	p, err := e.provs.Register(context.Background(), org, protocol.RegisterInput{Name: "p" + e.uniq(), URL: "http://127.0.0.1:1",
 		Pairs: []catalog.Pair{{Kind: "managed-resource", Type: "x-" + e.uniq()}}})
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +474,10 @@ func allowedByRule(role, policy string) bool {
 	case "admin":
 		return true
 	case "editor":
-		return !adminOnly[res] && action != rbac.Reveal
+		// Registering and removing a provisioner redirects every job of its pairs: Admin's.
+		// Deciding a remediation's approval gate is Admin's too.
+		adminAction := (res == "provisioner" && action != rbac.View) || (res == "remediation" && action == rbac.Approve)
+		return !adminOnly[res] && action != rbac.Reveal && !adminAction
 	case "viewer":
 		return !adminOnly[res] && action == rbac.View
 	}
@@ -517,10 +566,22 @@ func routeCells(t *testing.T, e *accessEnv, rt route, f fixture, cells *int) {
 			}
 			*cells++
 			beforeA, beforeB := e.auditTotal(t, orgA), e.auditTotal(t, orgB)
+			// The other org's object, as its own admin reads it, before and after the attempt.
+			var seenBefore *reply
+			if org == orgB && mutating {
+				if r := e.call(t, e.tokens[orgB+"/admin"], "GET", tg.path, ""); r.status == http.StatusOK {
+					seenBefore = &r
+				}
+			}
 			got := e.call(t, e.tokens[orgA+"/"+role], rt.method, tg.path, tg.body)
 			if got.status != want {
 				t.Errorf("%s: status %d, want %d (%s)", name, got.status, want, got.raw)
 				continue
+			}
+			if seenBefore != nil {
+				if after := e.call(t, e.tokens[orgB+"/admin"], "GET", tg.path, ""); after.status != http.StatusOK || after.raw != seenBefore.raw {
+					t.Errorf("%s: the other org's object changed: %d %s, was %s", name, after.status, after.raw, seenBefore.raw)
+				}
 			}
 			afterA, afterB := e.auditTotal(t, orgA), e.auditTotal(t, orgB)
 			wantEntries := 0
@@ -546,11 +607,12 @@ func routeCells(t *testing.T, e *accessEnv, rt route, f fixture, cells *int) {
 
 func checkEntry(t *testing.T, e *accessEnv, name, role string, tg target, got reply) {
 	t.Helper()
-	list, _, err := e.st.ListAudit(context.Background(), &audit.Filter{OrgID: orgA, Limit: 1})
-	if err != nil || len(list) != 1 {
+	list, _, err := e.st.ListAudit(context.Background(), &audit.Filter{OrgID: orgA, Limit: 3})
+	i := slices.IndexFunc(list, func(en *audit.Entry) bool { return en.Actor != audit.ActorEngine })
+	if err != nil || i < 0 {
 		t.Fatalf("%s: read audit: %v", name, err)
 	}
-	en := list[0]
+	en := list[i]
 	wantID := tg.resourceID
 	if wantID == "" {
 		wantID, _ = got.body["id"].(string)
@@ -578,7 +640,7 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 	// fails, and a reveal that answered nothing must leave nothing on the record.
 	lost := e.dsJob(t, orgA)
 	lostRef := e.connection(t, orgA, lost.ID, "").Endpoint.SecretRef
-	if err := e.sec.Delete(context.Background(), lostRef); err != nil {
+	if err := e.sec.For(secrets.Owner{OrgID: orgA, Kind: secrets.OwnerJob, ID: lost.ID}).Delete(context.Background(), lostRef); err != nil {
 		t.Fatal(err)
 	}
 	gone := httptest.NewTLSServer(http.NotFoundHandler())

@@ -1,20 +1,20 @@
 package api
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
-// FieldError names one offending field of a request and the rule it broke.
-type FieldError struct {
-	Field   string `json:"field"`
-	Rule    string `json:"rule,omitempty"`
-	Message string `json:"message"`
-}
+// FieldError names one offending field of a request and the rule it broke: the one
+// validation shape every layer returns.
+type FieldError = validation.FieldError
 
 // Problem is an RFC 9457 problem document.
 type Problem struct {
@@ -27,6 +27,8 @@ type Problem struct {
 	// FixHint tells the caller what to change for the request to succeed (e.g. the policy to
 	// grant a read-only cloud account).
 	FixHint string `json:"fixHint,omitempty"`
+	// RequestID names the request in the server's log.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
@@ -43,6 +45,7 @@ func notFound(what string) *Problem { return problem(http.StatusNotFound, what+"
 
 func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
 	p.Instance = r.URL.Path
+	p.RequestID = requestID(r.Context())
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
@@ -59,7 +62,14 @@ const maxBody = 1 << 20
 // decode reads a JSON body into v, turning every way a body can be wrong into a 400 that
 // says where: bad syntax (with the offset), a wrong type (with the field), unknown fields.
 func decode(r *http.Request, v any) *Problem {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	body := bufio.NewReader(io.LimitReader(r.Body, maxBody))
+	// A bare null decodes into any Go value without error and leaves it untouched, so a PATCH
+	// of null would answer 200 for a body the schema forbids. Every body here is an object.
+	if isNull(body) {
+		return badRequest("the request body must be a JSON object, not null",
+			FieldError{Field: "(body)", Rule: "type", Message: "must be an object, not null"})
+	}
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var syn *json.SyntaxError
@@ -87,4 +97,25 @@ func decode(r *http.Request, v any) *Problem {
 		return badRequest("the body holds more than one JSON value")
 	}
 	return nil
+}
+
+// isNull reports whether the body's first JSON value is the literal null, without consuming
+// anything the decoder needs.
+func isNull(b *bufio.Reader) bool {
+	for {
+		c, err := b.ReadByte()
+		if err != nil {
+			return false
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		_ = b.UnreadByte()
+		peek, _ := b.Peek(5)
+		if len(peek) < 4 || string(peek[:4]) != "null" {
+			return false
+		}
+		return len(peek) == 4 || strings.ContainsRune(" \t\r\n", rune(peek[4]))
+	}
 }

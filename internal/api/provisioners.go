@@ -6,23 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/groundworkhq/groundwork/internal/audit"
+	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/protocol"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
-// Provisioners is the provisioner registry the /api/provisioners routes manage;
-// *protocol.Registry satisfies it.
+// Provisioners is the provisioner registry the /api/provisioners routes manage, per
+// organisation; *protocol.Registry satisfies it.
 type Provisioners interface {
-	Register(ctx context.Context, in protocol.RegisterInput) (protocol.Provisioner, error)
-	List(ctx context.Context) ([]protocol.Provisioner, error)
-	Get(ctx context.Context, id string) (protocol.Provisioner, error)
-	Remove(ctx context.Context, id string) error
-	RegisterWithin(ctx context.Context, in protocol.RegisterInput, within func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error) (protocol.Provisioner, error)
-	RemoveWithin(ctx context.Context, id string, within func(del func(protocol.ProvisionerStore) error) error) error
+	List(ctx context.Context, orgID string) ([]protocol.Provisioner, error)
+	Get(ctx context.Context, orgID, id string) (protocol.Provisioner, error)
+	RegisterWithin(ctx context.Context, orgID string, in protocol.RegisterInput, within func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error) (protocol.Provisioner, error)
+	RemoveWithin(ctx context.Context, orgID, id string, within func(del func(protocol.ProvisionerStore) error) error) error
 }
 
 type provisionerList struct {
@@ -46,7 +46,7 @@ func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, pr *P
 		return pr
 	}
 	// The registration and its audit entry commit together; the remote is checked before.
-	p, err := reg.RegisterWithin(r.Context(), in, func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error {
+	p, err := reg.RegisterWithin(r.Context(), pr.OrgID, in, func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error {
 		meta := map[string]any{"name": p.Name, "url": p.URL, "pairs": p.Pairs}
 		return s.audited(r.Context(), pr, entry(audit.ScopePlatform, "provisioner.register", "provisioner", p.ID, meta),
 			func(tx store.Store) error { return withProvisionerStore(tx, insert) })
@@ -59,12 +59,12 @@ func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, pr *P
 	return nil
 }
 
-func (s *Server) listProvisioners(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+func (s *Server) listProvisioners(w http.ResponseWriter, r *http.Request, pr *Principal) error {
 	reg, err := s.provisioners()
 	if err != nil {
 		return err
 	}
-	ps, err := reg.List(r.Context())
+	ps, err := reg.List(r.Context(), pr.OrgID)
 	if err != nil {
 		return err
 	}
@@ -75,12 +75,12 @@ func (s *Server) listProvisioners(w http.ResponseWriter, r *http.Request, _ *Pri
 	return nil
 }
 
-func (s *Server) getProvisioner(w http.ResponseWriter, r *http.Request, _ *Principal) error {
+func (s *Server) getProvisioner(w http.ResponseWriter, r *http.Request, pr *Principal) error {
 	reg, err := s.provisioners()
 	if err != nil {
 		return err
 	}
-	p, err := reg.Get(r.Context(), r.PathValue("id"))
+	p, err := reg.Get(r.Context(), pr.OrgID, r.PathValue("id"))
 	if err != nil {
 		return registryErr(err)
 	}
@@ -94,8 +94,36 @@ func (s *Server) deleteProvisioner(w http.ResponseWriter, r *http.Request, pr *P
 		return err
 	}
 	id := r.PathValue("id")
-	err = reg.RemoveWithin(r.Context(), id, func(del func(protocol.ProvisionerStore) error) error {
-		return s.audited(r.Context(), pr, entry(audit.ScopePlatform, "provisioner.remove", "provisioner", id, nil),
+	force, err := forceParam(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	p, err := reg.Get(ctx, pr.OrgID, id)
+	if err != nil {
+		return registryErr(err)
+	}
+	live, err := s.liveJobsOf(ctx, pr.OrgID, p)
+	if err != nil {
+		return err
+	}
+	if len(live) > 0 && !force {
+		// Without its provisioner, the teardown of these jobs has nobody to call.
+		shown := live
+		if len(shown) > 20 {
+			shown = shown[:20]
+		}
+		pb := problem(http.StatusConflict, fmt.Sprintf("provisioner %s has %d live jobs: %s; tear them down first, or remove with ?force=true",
+			id, len(live), strings.Join(shown, ", ")))
+		pb.FixHint = "delete the jobs (DELETE /api/provisioning-jobs/{id}) and remove the provisioner once they are deleted; force leaves them unable to tear down"
+		return pb
+	}
+	meta := map[string]any{}
+	if len(live) > 0 {
+		meta["forced"], meta["liveJobs"] = true, live
+	}
+	err = reg.RemoveWithin(ctx, pr.OrgID, id, func(del func(protocol.ProvisionerStore) error) error {
+		return s.audited(ctx, pr, entry(audit.ScopePlatform, "provisioner.remove", "provisioner", id, meta),
 			func(tx store.Store) error { return withProvisionerStore(tx, del) })
 	})
 	if err != nil {
@@ -103,6 +131,44 @@ func (s *Server) deleteProvisioner(w http.ResponseWriter, r *http.Request, pr *P
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// forceParam reads the optional force=true|false query parameter.
+func forceParam(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("force")
+	if v == "" {
+		return false, nil
+	}
+	force, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest("bad force", FieldError{Field: "force", Rule: "type", Message: "must be true or false"})
+	}
+	return force, nil
+}
+
+// liveJobsOf lists the jobs of org, on one of p's pairs, that are not yet gone (deleted or
+// cancelled): their teardown still needs p.
+func (s *Server) liveJobsOf(ctx context.Context, org string, p protocol.Provisioner) ([]string, error) {
+	var ids []string
+	for _, pair := range p.Pairs {
+		params := &store.ListJobsParams{OrgID: org, Family: catalog.FamilyForPair(pair), Limit: 200}
+		for {
+			page, err := s.cfg.Store.ListJobs(ctx, params)
+			if err != nil {
+				return nil, err
+			}
+			for _, j := range page.Jobs {
+				if !j.Status.Terminal() {
+					ids = append(ids, j.ID)
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			params.After = page.Next
+		}
+	}
+	return ids, nil
 }
 
 // registryErr turns the registry's refusals into problems; the status comes from

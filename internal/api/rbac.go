@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/mail"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 )
 
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	writeJSON(w, http.StatusOK, map[string]any{"data": rbac.Policies(), "resources": rbac.Resources})
+	writeJSON(w, http.StatusOK, policyList{Data: rbac.Policies(), Resources: rbac.Resources})
 	return nil
 }
 
@@ -30,7 +31,7 @@ func (s *Server) listRoles(w http.ResponseWriter, r *http.Request, p *Principal)
 	for _, ro := range rbac.SystemRoles() {
 		out = append(out, &ro)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": append(out, custom...)})
+	writeJSON(w, http.StatusOK, roleList{Data: append(out, custom...)})
 	return nil
 }
 
@@ -117,7 +118,7 @@ func (s *Server) listAssignments(w http.ResponseWriter, r *http.Request, p *Prin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	writeJSON(w, http.StatusOK, assignmentList{Data: list})
 	return nil
 }
 
@@ -192,7 +193,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	writeJSON(w, http.StatusOK, userList{Data: list})
 	return nil
 }
 
@@ -298,7 +299,7 @@ func (s *Server) listTeams(w http.ResponseWriter, r *http.Request, p *Principal)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	writeJSON(w, http.StatusOK, teamList{Data: list})
 	return nil
 }
 
@@ -327,6 +328,9 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, p *Principal
 	}
 	ctx := r.Context()
 	if err := s.checkTeamRefs(ctx, p.OrgID, req.Members, req.SpaceIDs); err != nil {
+		return err
+	}
+	if err := s.checkAddedSpaces(ctx, p, nil, req.SpaceIDs); err != nil {
 		return err
 	}
 	t := &store.Team{ID: "team_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Members: req.Members,
@@ -365,6 +369,19 @@ func (s *Server) patchTeam(w http.ResponseWriter, r *http.Request, p *Principal)
 		return err
 	}
 	id := r.PathValue("id")
+	// Checked before the transaction (the scopes read the store, which SQLite's one connection
+	// cannot serve inside it) and confirmed unchanged within.
+	var checked []string
+	if req.SpaceIDs != nil {
+		t, err := s.cfg.Store.GetTeam(ctx, p.OrgID, id)
+		if err != nil {
+			return storeErr(err, "team")
+		}
+		if err := s.checkAddedSpaces(ctx, p, t.SpaceIDs, req.SpaceIDs); err != nil {
+			return err
+		}
+		checked = t.SpaceIDs
+	}
 	var out *store.Team
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "team.update", "team", id,
 		map[string]any{"name": req.Name, "members": req.Members, "spaceIDs": req.SpaceIDs}),
@@ -383,6 +400,9 @@ func (s *Server) patchTeam(w http.ResponseWriter, r *http.Request, p *Principal)
 				t.Members = req.Members
 			}
 			if req.SpaceIDs != nil {
+				if !slices.Equal(t.SpaceIDs, checked) {
+					return problem(http.StatusConflict, "the team's spaces changed while this request was checked; send it again")
+				}
 				t.SpaceIDs = req.SpaceIDs
 			}
 			out = t
@@ -395,6 +415,27 @@ func (s *Server) patchTeam(w http.ResponseWriter, r *http.Request, p *Principal)
 		return storeErr(err, "team")
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// checkAddedSpaces refuses a change of a team's spaces that adds a space the caller may not
+// update: every grant scoped to the team reaches the team's spaces, so adding one widens them
+// all, and team:update on one team must not be a way to reach the rest of the organisation.
+func (s *Server) checkAddedSpaces(ctx context.Context, p *Principal, have, want []string) error {
+	sc := newScopes(s.cfg.Store, p.OrgID)
+	for i, id := range want {
+		if slices.Contains(have, id) {
+			continue
+		}
+		chain, err := sc.of(ctx, "space", id)
+		if err != nil {
+			return storeErr(err, "space")
+		}
+		if !p.Can("space:update", chain...) {
+			return problem(http.StatusForbidden, "adding space "+id+" to a team needs the space:update permission on it",
+				FieldError{Field: "spaceIDs[" + strconv.Itoa(i) + "]", Rule: "permission", Message: "you may not update space " + id})
+		}
+	}
 	return nil
 }
 

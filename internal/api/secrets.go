@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/groundworkhq/groundwork/internal/audit"
@@ -20,9 +21,8 @@ type revealAnswer struct {
 }
 
 // revealSecret answers the value behind a reference that one of the caller's org's databases
-// or connections holds. The secret store itself knows no orgs, so the reference is resolved to
-// its job first: a reference of another org, or one nothing names, is 404 whatever the caller
-// may do. The value is read first and answered only once the reveal's audit entry (the
+// or connections holds. The reference is resolved to its recorded owner first: a reference of
+// another org, or one nothing names, is 404 whatever the caller may do. The value is read first and answered only once the reveal's audit entry (the
 // reference, never the value) has committed: no value leaves without its entry, and a reveal
 // that fails leaves none. The secret store is read outside any transaction because it may need
 // the job store itself (Secrets Manager of the job's cloud account), which SQLite's one
@@ -54,14 +54,25 @@ func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Princip
 	return nil
 }
 
-// readSecret resolves ref to the caller's job, checks the caller may reveal it, and reads it.
+// readSecret resolves ref to its owner, which must be a job of the caller's org that one of
+// its databases or connections names, checks the caller may reveal it, and reads it as that job.
 func (s *Server) readSecret(ctx context.Context, p *Principal, ref string) (value, jobID string, err error) {
+	owner, err := s.cfg.Secrets.Owner(ctx, ref)
+	if err != nil {
+		return "", "", err
+	}
+	if owner.OrgID != p.OrgID || owner.Kind != secrets.OwnerJob {
+		return "", "", fmt.Errorf("secret %s is not a datastore secret of %s: %w", ref, p.OrgID, secrets.ErrNotFound)
+	}
 	recs, err := s.records(s.cfg.Store)
 	if err != nil {
 		return "", "", err
 	}
 	if jobID, err = recs.SecretJob(ctx, ref); err != nil {
 		return "", "", err
+	}
+	if jobID != owner.ID {
+		return "", "", fmt.Errorf("secret %s: %w", ref, secrets.ErrNotFound)
 	}
 	chain, err := newScopes(s.cfg.Store, p.OrgID).of(ctx, "provisioning", jobID)
 	if err != nil {
@@ -70,6 +81,6 @@ func (s *Server) readSecret(ctx context.Context, p *Principal, ref string) (valu
 	if !p.Can("secret:reveal", append(chain, "secret:"+ref)...) {
 		return "", "", problem(http.StatusForbidden, "this needs the secret:reveal permission on job "+jobID)
 	}
-	value, err = s.cfg.Secrets.Get(ctx, ref)
+	value, err = s.cfg.Secrets.For(owner).Get(ctx, ref)
 	return value, jobID, err
 }

@@ -9,14 +9,19 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/jobs"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/rbac"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -81,9 +86,21 @@ type Config struct {
 	Now        func() time.Time
 	// Ready reports whether this replica should receive traffic (e.g. false while draining).
 	Ready func() bool
-	// Secrets receives the credential material given when a cloud account is created (nil:
-	// accounts can only name an existing secret reference).
-	Secrets secrets.SecretStore
+	// Secrets keeps credential material given in requests (a cloud account's credentials, a
+	// cluster's token, an adopted server's password); every use names the owning object, so a
+	// reference answers only to the organisation and object it was stored for.
+	Secrets SecretVault
+	// Outbound is the address policy for addresses users give (cluster endpoints, adopted
+	// datastore hosts); nil refuses only link-local and metadata addresses.
+	Outbound *netguard.Policy
+
+	// Discovery answers GET /api/spaces/{id}/discovery/{kind} (nil: 404).
+	Discovery Discovery
+	// Planner answers POST /api/provisioning-jobs/plan (nil: steps only, no cloud operations).
+	Planner Planner
+
+	// MaxTokenTTL, if positive, caps the lifetime of the API tokens POST /api/tokens makes.
+	MaxTokenTTL time.Duration
 
 	// Provisioners is the provisioner registry behind /api/provisioners (nil: those routes 404).
 	Provisioners Provisioners
@@ -92,13 +109,32 @@ type Config struct {
 	// Components serves the Helm component catalog, install-component and cluster
 	// registration (nil: those routes are absent).
 	Components *ComponentConfig
+	// Remediation serves /api/remediation-jobs (nil: those routes are absent).
+	Remediation *RemediationConfig
+	// VMOps plans the VM operations of PATCH /api/provisioning-jobs/{id} (vmOp, resize) on
+	// vm_pool jobs (nil: refused as not supported).
+	VMOps vmpool.Operator
+}
+
+// SecretVault is the secret store seen per owner (*secrets.Vault satisfies it).
+type SecretVault interface {
+	For(owner secrets.Owner) secrets.SecretStore
+	Owner(ctx context.Context, ref string) (secrets.Owner, error)
+	Forget(ctx context.Context, owner secrets.Owner) error
 }
 
 // Server is the HTTP API.
 type Server struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg     Config
+	jobs    *jobs.Service
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	panics  prometheus.Counter
+
+	openapiOnce sync.Once
+	openapiDoc  []byte
+	openapiErr  error
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, p *Principal) error
@@ -111,7 +147,7 @@ type route struct {
 
 // allRoutes is every /api route the server mounts: the core table and the families' tables.
 func (s *Server) allRoutes() []route {
-	return append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...)
+	return append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...)
 }
 
 func (s *Server) routes() []route {
@@ -120,11 +156,14 @@ func (s *Server) routes() []route {
 		{"POST", "/api/spaces", "space:create", s.createSpace},
 		{"GET", "/api/spaces/{id}", "space:view", s.getSpace},
 		{"DELETE", "/api/spaces/{id}", "space:delete", s.deleteSpace},
+		{"GET", "/api/spaces/{id}/discovery/{kind}", "space:view", s.discover},
 		{"GET", "/api/cloud-accounts", "cloud-account:view", s.listAccounts},
 		{"POST", "/api/cloud-accounts", "cloud-account:create", s.createAccount},
 		{"GET", "/api/cloud-accounts/{id}", "cloud-account:view", s.getAccount},
 		{"GET", "/api/provisioning-jobs", "provisioning:view", s.listJobs},
 		{"POST", "/api/provisioning-jobs", "provisioning:create", s.createJob},
+		{"POST", "/api/provisioning-jobs/plan", "provisioning:create", s.planJob},
+		{"GET", "/api/provisioning-jobs/{id}/plan", "provisioning:view", s.jobPlan},
 		{"GET", "/api/provisioning-jobs/{id}", "provisioning:view", s.getJob},
 		{"PATCH", "/api/provisioning-jobs/{id}", "provisioning:update", s.patchJob},
 		{"DELETE", "/api/provisioning-jobs/{id}", "provisioning:delete", s.deleteJob},
@@ -177,10 +216,20 @@ func New(cfg Config) *Server {
 	if cfg.Hub == nil {
 		cfg.Hub = NewHub()
 	}
+	if cfg.Store != nil {
+		cfg.Hub.useStore(cfg.Store)
+	}
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux(),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "groundwork_http_handler_panics_total",
+			Help: "HTTP handlers that panicked (answered 500, logged with the request id)."})}
+	s.jobs = &jobs.Service{Spaces: cfg.Store, Pipelines: cfg.Pipelines, Catalog: cfg.Catalog, Now: cfg.Now}
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(s.panics)
+	}
+	s.handler = s.guard(s.mux)
 	for _, rt := range s.allRoutes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
@@ -188,19 +237,19 @@ func New(cfg Config) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	// The contract is public: clients and gateways read it before they hold a token.
+	s.mux.HandleFunc("GET "+openapiPath, s.serveOpenAPI)
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))
 	}
-	s.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, problem(http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
-	})
+	s.mux.HandleFunc("/api/", s.noRoute)
 	return s
 }
 
 // Handle mounts an extra handler (the provisioner protocol, the web wizard) on the server's mux.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // wrap authenticates, authorises by the route's policy, runs the handler and turns its error
 // into a problem. Errors that are not problems are ours: logged, answered 500 without detail.
@@ -226,6 +275,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			err = s.authorizeObject(r, p, rt.policy)
 		}
 		if err == nil {
+			err = wellFormedQuery(r)
+		}
+		if err == nil {
 			err = rt.h(w, r, p)
 		}
 		if err != nil {
@@ -234,10 +286,62 @@ func (s *Server) wrap(rt route) http.Handler {
 				writeProblem(w, r, pr)
 				return
 			}
-			s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+			s.log.Error("request failed", "request_id", requestID(r.Context()), "method", r.Method, "path", r.URL.Path, "error", err)
 			writeProblem(w, r, problem(http.StatusInternalServerError, "internal error; the server log has details"))
 		}
 	})
+}
+
+// wellFormedQuery refuses a query parameter given more than once or given empty. Every
+// parameter of the API is single-valued and optional: a handler reads the first value and
+// treats "" as absent, so "page=&page=x" or "limit=" would otherwise be answered as if the
+// invalid part had not been sent, and "spaceID=$UNSET" would list every space's jobs. Leaving
+// a parameter out is how to not filter. An empty cursor is the first page, so that a script
+// can loop on "cursor=$next" from the start.
+func wellFormedQuery(r *http.Request) error {
+	var fields []FieldError
+	for name, values := range r.URL.Query() {
+		switch {
+		case len(values) > 1:
+			fields = append(fields, FieldError{Field: name, Rule: "single", Message: "is given more than once; give it once"})
+		case values[0] == "" && name != "cursor":
+			fields = append(fields, FieldError{Field: name, Rule: "required", Message: "is empty; give a value or leave the parameter out"})
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	sort.Slice(fields, func(i, j int) bool { return fields[i].Field < fields[j].Field })
+	return badRequest("a query parameter is repeated or empty", fields...)
+}
+
+// noRoute answers what no route matched: 405 with Allow when the path exists under other
+// methods (the catch-all would otherwise shadow the mux's own 405), else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	// Only the most specific path counts: POST /api/spaces/register-cluster is its own
+	// resource, not a space whose id is "register-cluster".
+	var allow []string
+	best := -1
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		_, pattern := s.mux.Handler(probe)
+		if pattern == "" || pattern == "/api/" {
+			continue
+		}
+		switch wild := strings.Count(pattern, "{"); {
+		case best < 0 || wild < best:
+			best, allow = wild, []string{m}
+		case wild == best:
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, r, problem(http.StatusMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+strings.Join(allow, ", ")))
+		return
+	}
+	writeProblem(w, r, problem(http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {

@@ -94,7 +94,7 @@ func (s *Server) listSpaces(w http.ResponseWriter, r *http.Request, p *Principal
 		}
 		list = visible
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	writeJSON(w, http.StatusOK, spaceList{Data: list})
 	return nil
 }
 
@@ -121,7 +121,7 @@ func (s *Server) deleteSpace(w http.ResponseWriter, r *http.Request, p *Principa
 	// A registered cluster's credential lives in the secret store; with the space gone nothing
 	// may use it, so it goes too. A failure here leaves an orphan secret, not a broken space.
 	if cl, ok, cerr := SpaceClusterOf(sp); cerr == nil && ok && cl.CredentialRef != "" && s.cfg.Secrets != nil {
-		if derr := s.cfg.Secrets.Delete(r.Context(), cl.CredentialRef); derr != nil {
+		if derr := s.cfg.Secrets.For(ClusterSecrets(sp.OrgID, sp.ID)).Delete(r.Context(), cl.CredentialRef); derr != nil {
 			s.log.Warn("could not delete a deleted space's cluster credential", "space", id, "error", derr)
 		}
 	}
@@ -141,7 +141,7 @@ func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request, p *Princip
 		}
 	}
 	list = visible
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	writeJSON(w, http.StatusOK, accountList{Data: list})
 	return nil
 }
 
@@ -156,10 +156,10 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, p *Principal
 
 func (s *Server) listTypes(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	if s.cfg.Catalog == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"data": []any{}})
+		writeJSON(w, http.StatusOK, typeList{Data: []catalog.Type{}})
 		return nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": s.cfg.Catalog.Types()})
+	writeJSON(w, http.StatusOK, typeList{Data: s.cfg.Catalog.Types()})
 	return nil
 }
 

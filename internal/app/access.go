@@ -39,7 +39,7 @@ func setupAccess(ctx context.Context, o Options, st store.Store) (api.Authentica
 	if err != nil {
 		return nil, nil, fmt.Errorf("secret store: %w", err)
 	}
-	a := &auth.Authenticator{Store: st, Logger: o.Logger,
+	a := &auth.Authenticator{Store: st, Logger: o.Logger, MaxTTL: o.MaxTokenTTL,
 		Bootstrap: &auth.Bootstrap{Hash: hash, OrgID: DefaultOrg, Email: BootstrapEmail}}
 	return api.TokenAuth{Auth: a}, sec, nil
 }
@@ -53,7 +53,7 @@ func seedDefaultOrg(ctx context.Context, st store.Store, now time.Time) error {
 		return fmt.Errorf("read default org: %w", err)
 	}
 	err := createOrgWithAdmin(ctx, st, &store.Org{ID: DefaultOrg, Name: "Default", CreatedAt: now},
-		&store.User{OrgID: DefaultOrg, Email: BootstrapEmail, Name: "Bootstrap admin", CreatedAt: now}, nil, ActorBootstrap)
+		&store.User{OrgID: DefaultOrg, Email: BootstrapEmail, Name: "Bootstrap admin", CreatedAt: now}, nil, ActorBootstrap, nil)
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("seed default org: %w", err)
 	}
@@ -87,14 +87,28 @@ func CreateOrg(ctx context.Context, st store.Store, name, adminEmail string, tok
 	if err != nil {
 		return nil, err
 	}
-	o := &store.Org{ID: "org_" + strings.ToLower(ulid.Make().String()), Name: name, CreatedAt: now}
+	o := &store.Org{ID: "org_" + ulid.Make().String(), Name: name, CreatedAt: now}
 	tok := &store.Token{ID: "tok_" + ulid.Make().String(), OrgID: o.ID, Email: adminEmail, Name: "first admin token",
 		Hash: auth.Hash(secret), CreatedAt: now}
 	if tokenTTL > 0 {
 		exp := now.Add(tokenTTL)
 		tok.ExpiresAt = &exp
 	}
-	if err := createOrgWithAdmin(ctx, st, o, &store.User{OrgID: o.ID, Email: adminEmail, CreatedAt: now}, tok, ActorCLI); err != nil {
+	// Names are how an operator tells orgs apart (the ids are random), so running the same
+	// command twice must not make a second org of the same name.
+	unique := func(tx store.Store) error {
+		orgs, err := tx.ListOrgs(ctx)
+		if err != nil {
+			return err
+		}
+		for _, other := range orgs {
+			if strings.EqualFold(other.Name, name) {
+				return fmt.Errorf("an organisation named %q exists already (%s): %w", other.Name, other.ID, store.ErrConflict)
+			}
+		}
+		return nil
+	}
+	if err := createOrgWithAdmin(ctx, st, o, &store.User{OrgID: o.ID, Email: adminEmail, CreatedAt: now}, tok, ActorCLI, unique); err != nil {
 		return nil, fmt.Errorf("create org: %w", err)
 	}
 	return &NewOrg{Org: o, AdminEmail: adminEmail, TokenID: tok.ID, TokenSecret: secret}, nil
@@ -102,7 +116,8 @@ func CreateOrg(ctx context.Context, st store.Store, name, adminEmail string, tok
 
 // createOrgWithAdmin writes the org, its admin with the Admin role org-wide and, when given,
 // the admin's token, with one audit entry in the new org, all in one transaction.
-func createOrgWithAdmin(ctx context.Context, st store.Store, o *store.Org, admin *store.User, tok *store.Token, actor string) error {
+// check, when set, runs first in the transaction and refuses the org by failing.
+func createOrgWithAdmin(ctx context.Context, st store.Store, o *store.Org, admin *store.User, tok *store.Token, actor string, check func(tx store.Store) error) error {
 	meta := map[string]any{"name": o.Name, "admin": admin.Email, "roleID": rbac.RoleAdmin}
 	if tok != nil {
 		meta["tokenID"] = tok.ID
@@ -110,6 +125,11 @@ func createOrgWithAdmin(ctx context.Context, st store.Store, o *store.Org, admin
 	e := audit.New(o.ID, audit.ScopePlatform, "org.create", actor, "org", o.ID, meta)
 	e.CreatedAt = o.CreatedAt
 	return st.Audited(ctx, e, func(tx store.Store) error {
+		if check != nil {
+			if err := check(tx); err != nil {
+				return err
+			}
+		}
 		if err := tx.CreateOrg(ctx, o); err != nil {
 			return err
 		}

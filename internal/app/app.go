@@ -14,21 +14,32 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/groundworkhq/groundwork/internal/api"
 	authpkg "github.com/groundworkhq/groundwork/internal/auth"
 	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/console"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
+	"github.com/groundworkhq/groundwork/internal/provider/kube"
+	"github.com/groundworkhq/groundwork/internal/remediation"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/store/postgres"
 	"github.com/groundworkhq/groundwork/internal/store/sqlite"
+	"github.com/groundworkhq/groundwork/internal/telemetry"
 )
 
 // DefaultOrg is the organisation the bootstrap admin belongs to.
@@ -39,12 +50,19 @@ type Options struct {
 	Addr           string // default :5087
 	Database       string // "" → SQLite in DataDir; postgres://… → PostgreSQL
 	DataDir        string // default ./groundwork-data
-	BootstrapToken string // "" → generated at first start, printed once
-	Workers        int
-	PollInterval   time.Duration
-	ShutdownGrace  time.Duration
-	Owner          string
-	Logger         *slog.Logger
+	BootstrapToken string // "" → generated at first start, printed once; else at least 32 characters
+	// MaxTokenTTL, if positive, caps the lifetime of API tokens: a token asked for without an
+	// expiry gets this one, a longer one is refused, and a stored token older than this stops
+	// working.
+	MaxTokenTTL   time.Duration
+	Workers       int
+	PollInterval  time.Duration
+	ShutdownGrace time.Duration
+	// SecretSweepEvery is how often the secrets of ended jobs that no step deleted are swept
+	// (default 5 minutes); a job's end also starts a sweep at once.
+	SecretSweepEvery time.Duration
+	Owner            string
+	Logger           *slog.Logger
 	// Out receives the one-time bootstrap token notice (stderr by default).
 	Out io.Writer
 	// Pipelines replaces the built-in pipelines (tests register their own families).
@@ -61,6 +79,15 @@ type Options struct {
 	Components ComponentOptions
 	// AWS configures the AWS families (vm_pool, network, registry, dns_zone, kubernetes).
 	AWS AWSOptions
+	// Remediation configures remediation workflows and their notifications.
+	Remediation RemediationOptions
+	// PriceBook, if set, is a price book file (groundwork pricing refresh) plans are priced
+	// with instead of the built-in one.
+	PriceBook string
+	// Outbound is the address policy for every address a user gives (provisioner URLs, chart
+	// repositories, cluster endpoints, adopted hosts); nil refuses only the always-refused
+	// ranges (link-local and cloud metadata addresses).
+	Outbound *netguard.Policy
 }
 
 // OpenStore opens the store named by database (applying migrations).
@@ -106,22 +133,47 @@ func Run(ctx context.Context, o Options) error {
 		host, _ := os.Hostname()
 		o.Owner = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
+	// Records logged with a request's or a step's context carry its trace id.
+	o.Logger = slog.New(telemetry.LogHandler(o.Logger.Handler()))
 	log := o.Logger
+	if o.BootstrapToken != "" && len(o.BootstrapToken) < MinBootstrapTokenLen {
+		return fmt.Errorf("the bootstrap token is %d characters; it must have at least %d (or leave it unset to have one generated)",
+			len(o.BootstrapToken), MinBootstrapTokenLen)
+	}
+	if o.MaxTokenTTL < 0 {
+		return fmt.Errorf("max token TTL %s: must be positive (or 0 for no cap)", o.MaxTokenTTL)
+	}
+	tp, shutdownTracing, err := telemetry.Setup(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTracing(flushCtx); err != nil {
+			log.Warn("flushing traces", "error", err)
+		}
+	}()
 	st, err := OpenStore(ctx, o.Database, o.DataDir, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	auth, sec, err := setupAccess(ctx, o, st)
+	auth, local, err := setupAccess(ctx, o, st)
 	if err != nil {
 		return err
 	}
-	// One set of opened AWS providers for every AWS user here. Cloud account credentials live in
-	// the server's own store; an AWS datastore job's credentials go to its account's Secrets
-	// Manager, all else stays local.
-	awsp := newAWSParts(o.AWS, st, sec)
-	sec = awsDatastoreSecrets{local: sec, aws: awsp}
-	dsp, err := wireDatastores(o, st, sec, awsp)
+	ledger, ok := st.(secrets.Ledger)
+	if !ok {
+		return fmt.Errorf("store %T cannot record who owns each secret", st)
+	}
+	// The cloud modules, and the secret store over them. Cloud account credentials live in
+	// the server's own store; every reader names the owner it reads for.
+	mods, sec, err := wireProviders(o, st, local, ledger, tp)
+	if err != nil {
+		return err
+	}
+	dsp, err := wireDatastores(o, st, sec, mods)
 	if err != nil {
 		return err
 	}
@@ -130,11 +182,35 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	pipes := o.Pipelines
+	var vmOps vmpool.Operator
 	if pipes == nil {
-		awsp.components = cmp.bootstrap(awsp.clusterToken)
-		awsp.spaces = createdClusterSpaces{st}
-		cmp.mint.fn = awsp.spaceToken
-		pipes = append(builtinPipelines(o, dsp, cmp), awsp.pipelines()...)
+		cmp.mint.fn = func(ctx context.Context, sp *store.Space, sc kube.SpaceCluster) (string, error) {
+			return mods.ClusterToken(ctx, sp.Provider, sp.OrgID, sp.ID, sc.ClusterName)
+		}
+		bootstrap := cmp.bootstrap(func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error) {
+			return mods.ClusterToken(ctx, j.Provider, j.OrgID, j.SpaceID, cl.Name)
+		})
+		cloud, vm := cloudFamilies(o.AWS, mods, bootstrap, kubernetes.StoreSpaces{Store: st})
+		if vm != nil {
+			vmOps = vm
+		}
+		pipes = append(builtinPipelines(dsp, cmp), cloud...)
+	}
+	// Remediation workflows are a job kind of their own: they run beside whatever families
+	// the server (or a test) provisions.
+	if !slices.ContainsFunc(pipes, func(p pipeline.Pipeline) bool { return p.Family() == remediation.Family }) {
+		ro := o.Remediation
+		if ro.Poll == 0 {
+			ro.Poll = o.AWS.Poll
+		}
+		if ro.LeaseTTL == 0 {
+			ro.LeaseTTL = o.AWS.LeaseTTL
+		}
+		rem, err := remediationPipeline(ro, st, mods, log)
+		if err != nil {
+			return err
+		}
+		pipes = append(slices.Clone(pipes), rem)
 	}
 	reg, err := pipeline.NewRegistry(pipes...)
 	if err != nil {
@@ -151,19 +227,45 @@ func Run(ctx context.Context, o Options) error {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		jobsByStatus{st})
+	if q, ok := st.(oldestDue); ok {
+		metrics.MustRegister(queueLag{q})
+	}
+	planner, err := newPlanner(o.PriceBook, mods)
+	if err != nil {
+		return err
+	}
+	disc := newDiscovery(st, mods)
 	hub := api.NewHub()
 	pub := publishers{hub.Publish}
+	ended, ok := st.(secrets.EndedJobs)
+	if !ok {
+		return fmt.Errorf("store %T cannot name ended jobs' secrets", st)
+	}
+	// A job that ends with no step left to delete what was stored for it (cancelled while its
+	// first step ran, say) has its secrets swept; the end of any job wakes the sweeper.
+	sweep := make(chan struct{}, 1)
+	pub = append(pub, func(j *job.Job) {
+		if j.Status.Terminal() {
+			select {
+			case sweep <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if o.SecretSweepEvery <= 0 {
+		o.SecretSweepEvery = 5 * time.Minute
+	}
 	if o.Publish != nil {
 		pub = append(pub, o.Publish)
 	}
 	eng, err := engine.New(engine.Config{Store: st, Pipelines: reg, Owner: o.Owner, Workers: o.Workers,
 		PollInterval: o.PollInterval, ShutdownGrace: o.ShutdownGrace, Logger: log,
-		Metrics: engine.NewMetrics(metrics), Events: pub})
+		Metrics: engine.NewMetrics(metrics), Events: pub, Tracer: tp})
 	if err != nil {
 		return err
 	}
-	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Secrets: sec, Hub: hub, Metrics: metrics,
-		Provisioners: prov.registry, Datastores: dsp.api, Components: cmp.api, Logger: log, Ready: func() bool {
+	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Secrets: sec, Outbound: o.Outbound, Hub: hub, Metrics: metrics,
+		Provisioners: prov.registry, Planner: planner, Discovery: disc, Datastores: dsp.api, Components: cmp.api, Remediation: remediationAPI(reg), VMOps: vmOps, Logger: log, MaxTokenTTL: o.MaxTokenTTL, Ready: func() bool {
 			select {
 			case <-eng.Draining():
 				return false
@@ -172,11 +274,17 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}})
 	prov.mount(srv)
+	console.Mount(srv, console.Embedded())
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.Addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	// A span per API request, named for the route; the health probes are left out.
+	handler := otelhttp.NewHandler(srv, "api", otelhttp.WithTracerProvider(tp),
+		otelhttp.WithPropagators(propagation.TraceContext{}), // a caller's traceparent continues its trace
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	httpSrv := newHTTPServer(handler)
 	log.Info("groundwork serving", "addr", ln.Addr().String(), "data_dir", o.DataDir, "owner", o.Owner)
 	if o.Listening != nil {
 		o.Listening(ln.Addr().String())
@@ -186,6 +294,7 @@ func Run(ctx context.Context, o Options) error {
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx) }()
 	go dsp.reconcile(ctx)
+	go sec.Janitor(ctx, ended, sweep, o.SecretSweepEvery, log)
 	go cmp.watch(ctx)
 	select {
 	case <-ctx.Done():
@@ -197,6 +306,34 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	_ = httpSrv.Shutdown(shutCtx)
 	return <-engDone
+}
+
+// remediationAPI turns the remediation routes on when the workflow pipeline is registered.
+func remediationAPI(reg *pipeline.Registry) *api.RemediationConfig {
+	if _, ok := reg.Get(remediation.Family); !ok {
+		return nil
+	}
+	return &api.RemediationConfig{}
+}
+
+// MinBootstrapTokenLen is the shortest bootstrap token accepted: the token is the admin of the
+// default org, so it must not be guessable.
+const MinBootstrapTokenLen = 32
+
+// HTTP limits. A request has ReadTimeout to arrive whole and WriteTimeout to be answered; the
+// event stream, which is meant to outlive both, manages its own write deadline per event
+// (internal/api), so a client that stops reading is still cut off.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = 30 * time.Second
+	httpWriteTimeout      = 2 * time.Minute
+	httpIdleTimeout       = 2 * time.Minute
+	httpMaxHeaderBytes    = 64 << 10
+)
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes}
 }
 
 // bootstrapAuth returns the hash of the bootstrap admin token: the configured one, or one
@@ -250,4 +387,34 @@ func (c jobsByStatus) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range job.Statuses {
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
+}
+
+// oldestDue is the store's answer to how long the queue waits.
+type oldestDue interface {
+	OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error)
+}
+
+// queueLag reports, at scrape time, how long the longest-waiting due job has waited for a
+// worker: near zero while workers keep up, growing when they do not (all replicas down,
+// draining, or saturated).
+type queueLag struct{ st oldestDue }
+
+var queueLagDesc = prometheus.NewDesc("groundwork_queue_lag_seconds",
+	"How long the longest-waiting queued job has been due without a worker taking it (0 when none is).", nil, nil)
+
+func (c queueLag) Describe(ch chan<- *prometheus.Desc) { ch <- queueLagDesc }
+
+func (c queueLag) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	now := time.Now()
+	due, ok, err := c.st.OldestDue(ctx, now)
+	if err != nil {
+		return
+	}
+	lag := 0.0
+	if ok {
+		lag = max(now.Sub(due).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(queueLagDesc, prometheus.GaugeValue, lag)
 }

@@ -37,7 +37,7 @@ func TestClusterBootstrapInstallsThroughTheComponentInstaller(t *testing.T) {
 	testdata, _ := filepath.Abs(filepath.Join("..", "..", "test", "components", "testdata"))
 	parts, err := wireComponents(Options{DataDir: dir, Logger: slog.New(slog.DiscardHandler), Components: ComponentOptions{
 		ChartDir: filepath.Join(testdata, "charts"), CatalogFile: filepath.Join(testdata, "catalog.yaml"),
-	}}, st, sec)
+	}}, st, secrets.NewVault(sec, st))
 	if err != nil {
 		t.Fatal(err)
 	}

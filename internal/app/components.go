@@ -10,8 +10,10 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/catalog/components"
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/component"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
@@ -59,14 +61,15 @@ type componentParts struct {
 	bootstrap func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller
 	api       *api.ComponentConfig
 	spaces    clusterSpaceStore // nil: the store cannot list cluster spaces; no checks
-	secrets   secrets.SecretStore
+	secrets   *secrets.Vault
+	outbound  *netguard.Policy
 	interval  time.Duration
 	log       *slog.Logger
 }
 
 // wireComponents loads the component catalog and builds the component pipeline over the
 // spaces in st and the credentials in sec.
-func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*componentParts, error) {
+func wireComponents(o Options, st store.Store, sec *secrets.Vault) (*componentParts, error) {
 	co := o.Components
 	cat, err := loadComponentCatalog(co.CatalogFile)
 	if err != nil {
@@ -80,21 +83,29 @@ func wireComponents(o Options, st store.Store, sec secrets.SecretStore) (*compon
 		}
 	}
 	mint := &tokenMint{}
-	connect := component.KubeConnector(kube.InstallerOptions{
+	kopts := kube.InstallerOptions{
 		CacheDir: filepath.Join(o.DataDir, "helm-cache"), HookTimeout: co.HookTimeout, Logger: log, ChartCA: chartCA,
-	})
+		Outbound: o.Outbound,
+	}
+	connect := func(ctx context.Context, creds cluster.Credentials) (component.Installer, string, error) {
+		in, v, err := kube.Open(ctx, creds, kopts)
+		if err != nil {
+			return nil, "", err // a nil *kube.Installer must not become a non-nil Installer
+		}
+		return in, v, nil
+	}
 	p, err := component.New(component.Options{
-		Catalog: cat, Spaces: spaceClusters{st: st, sec: sec, mint: mint}, Secrets: sec, ChartDir: co.ChartDir,
+		Catalog: cat, Spaces: spaceClusters{st: st, sec: sec, mint: mint}, Secrets: sec, ChartDir: co.ChartDir, Outbound: o.Outbound,
 		Connect:   connect,
 		ReadyPoll: co.ReadyPoll, ReadyTimeout: co.ReadyTimeout, Logger: log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	parts := &componentParts{pipeline: p, api: &api.ComponentConfig{Catalog: cat}, secrets: sec, log: log,
+	parts := &componentParts{pipeline: p, api: &api.ComponentConfig{Catalog: cat, Clusters: kube.Registrar{}}, secrets: sec, outbound: o.Outbound, log: log,
 		interval: co.CheckInterval, mint: mint,
 		bootstrap: func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller {
-			return clusterBootstrap{comp: p, connect: connect, token: token}
+			return component.ClusterBootstrap{Components: p, Connect: connect, Token: token}
 		}}
 	if co.LeaseTTL > 0 {
 		parts.pipeline = leaseOverride{Pipeline: p, ttl: co.LeaseTTL}
@@ -132,7 +143,7 @@ func (l leaseOverride) LeaseTTL() time.Duration { return l.ttl }
 // space by ID; the job already belongs to the space's org, so the lookup is install-wide.
 type spaceClusters struct {
 	st   store.Store
-	sec  secrets.SecretStore
+	sec  *secrets.Vault
 	mint *tokenMint
 }
 
@@ -144,9 +155,9 @@ type tokenMint struct {
 
 // credentials returns how to reach sp's cluster: the stored credential, or a freshly minted
 // token for a created cluster.
-func (m *tokenMint) credentials(ctx context.Context, sec secrets.SecretStore, sp *store.Space, sc kube.SpaceCluster) (kube.Credentials, error) {
+func (m *tokenMint) credentials(ctx context.Context, sec *secrets.Vault, sp *store.Space, sc kube.SpaceCluster) (kube.Credentials, error) {
 	if sc.Auth != kube.AuthCloudToken {
-		return sc.Credentials(ctx, sec)
+		return sc.Credentials(ctx, sec.For(api.ClusterSecrets(sp.OrgID, sp.ID)))
 	}
 	if m == nil || m.fn == nil {
 		return kube.Credentials{}, fault.UserAction(fmt.Errorf("space %s: no provider here can mint tokens for its cluster", sp.ID),
@@ -184,7 +195,7 @@ func (s spaceClusters) Cluster(ctx context.Context, spaceID string) (kube.SpaceC
 		if err != nil {
 			return kube.SpaceCluster{}, err
 		}
-		ref, err := s.sec.Put(ctx, api.ClusterSecretName(sp.ID)+"-minted", creds.Token)
+		ref, err := s.sec.For(api.ClusterSecrets(sp.OrgID, sp.ID)).Put(ctx, api.ClusterSecretName(sp.ID)+"-minted", creds.Token)
 		if err != nil {
 			return kube.SpaceCluster{}, fault.Transient(fmt.Errorf("keep minted token: %w", err))
 		}
@@ -252,6 +263,9 @@ func (c *componentParts) ping(ctx context.Context, sp *store.Space) error {
 	creds, err := c.mint.credentials(ctx, c.secrets, sp, sc)
 	if err != nil {
 		return err
+	}
+	if sc.Auth != kube.AuthCloudToken {
+		creds.Dial = c.outbound.DialContext
 	}
 	cl, err := kube.Connect(creds)
 	if err != nil {

@@ -6,19 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/datastore"
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
-	"github.com/groundworkhq/groundwork/internal/provider/local"
+	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // DatastoreOptions configure the datastore family. The zero value is what production runs.
@@ -49,59 +48,33 @@ type datastoreParts struct {
 	pipeline pipeline.Pipeline
 	api      *api.DatastoreConfig
 	records  datastoreRecords
-	secrets  secrets.SecretStore
+	secrets  *secrets.Vault
+	outbound *netguard.Policy
 	st       store.Store
 	log      *slog.Logger
 }
 
-// wireDatastores builds the datastore pipeline over the local provider (servers under
-// DataDir/datastores) and the secret store.
-func wireDatastores(o Options, st store.Store, sec secrets.SecretStore, awsp *awsParts) (*datastoreParts, error) {
+// wireDatastores builds the datastore pipeline over the modules' datastore drivers and the
+// secret store.
+func wireDatastores(o Options, st store.Store, sec *secrets.Vault, mods *provider.Registry) (*datastoreParts, error) {
 	recs, ok := st.(datastoreRecords)
 	if !ok {
 		o.Logger.Warn("the store keeps no datastore records; the datastore family is off", "store", fmt.Sprintf("%T", st))
 		return &datastoreParts{}, nil
 	}
-	if err := reachableDataDir(o.DataDir); err != nil {
-		return nil, err
+	drivers := map[string]dspipe.Driver{}
+	for _, m := range provider.Offering[provider.DatastoreDrivers](mods) {
+		drivers[m.Name()] = m.(provider.DatastoreDrivers).DatastoreDriver()
 	}
-	prov, err := local.New(local.Options{DataDir: o.DataDir, Logger: o.Logger.With("component", "local-provider")})
-	if err != nil {
-		return nil, err
-	}
-	drv := prov.Driver()
-	if o.Datastores.WrapDriver != nil {
-		drv = o.Datastores.WrapDriver(drv)
-	}
-	d := &datastoreParts{records: recs, secrets: sec, st: st, log: o.Logger.With("component", "datastores"),
+	d := &datastoreParts{records: recs, secrets: sec, outbound: o.Outbound, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
 	d.pipeline = &datastorePipeline{
-		Pipeline: dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": drv, "aws": awsp.datastoreDriver()}, Secrets: sec, Poll: o.Datastores.Poll}),
+		Pipeline: dspipe.New(dspipe.Options{Drivers: drivers, Secrets: sec, Poll: o.Datastores.Poll, Outbound: o.Outbound,
+			Forget: func(ctx context.Context, j *job.Job) error { return d.service().Forget(ctx, j) }}),
 		parts:    d,
 		leaseTTL: o.Datastores.LeaseTTL,
 	}
 	return d, nil
-}
-
-// reachableDataDir lets the postgres account traverse the data dir when Groundwork runs as
-// root: PostgreSQL refuses to run as root, so the local provider runs it as "postgres", which
-// must reach its data under DataDir/datastores. Traverse only (0711): the directory cannot be
-// listed, and the secret store and key file are 0600 themselves.
-func reachableDataDir(dir string) error {
-	if os.Geteuid() != 0 || dir == "" {
-		return nil
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	if fi.Mode().Perm()&0o011 == 0o011 {
-		return nil
-	}
-	if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
-		return fmt.Errorf("let the postgres account traverse the data dir: %w", err)
-	}
-	return nil
 }
 
 // anyOrgJobs reads jobs whatever their org: the engine's and the reconciler's view.
@@ -116,7 +89,7 @@ func (a anyOrgJobs) GetJob(ctx context.Context, id string) (*job.Job, error) {
 }
 
 func (d *datastoreParts) service() *datastore.Service {
-	return datastore.NewService(anyOrgJobs{d.st}, d.records, d.secrets, nil, d.log)
+	return datastore.NewService(anyOrgJobs{d.st}, d.records, d.secrets, nil, d.log).WithOutbound(d.outbound)
 }
 
 // reconcile finishes, in the background, the databases a crash left "creating" or
@@ -151,44 +124,8 @@ func (d *datastoreParts) reconcile(ctx context.Context) {
 	}
 }
 
-// forget removes what Groundwork keeps about a job's databases: connection records, owner
-// passwords, database records. Teardown calls it before the server goes (for an adopted
-// server, the server is left as it is: it is the customer's). Re-running it is harmless.
-func (d *datastoreParts) forget(ctx context.Context, jobID string) error {
-	dbs, err := d.records.ListDatabases(ctx, jobID)
-	if err != nil {
-		return err
-	}
-	for _, db := range dbs {
-		if err := d.forgetConnections(ctx, jobID, db.ID); err != nil {
-			return err
-		}
-		if err := d.secrets.Delete(ctx, db.Endpoint.SecretRef); err != nil {
-			return fmt.Errorf("delete owner password of %s: %w", db.ID, err)
-		}
-		if err := d.records.DeleteDatabase(ctx, jobID, db.ID); err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return err
-		}
-	}
-	return d.forgetConnections(ctx, jobID, "")
-}
-
-func (d *datastoreParts) forgetConnections(ctx context.Context, jobID, dbID string) error {
-	conns, err := d.records.ListConnections(ctx, jobID, dbID)
-	if err != nil {
-		return err
-	}
-	for _, c := range conns {
-		if err := d.records.DeleteConnection(ctx, jobID, c.ID); err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return err
-		}
-	}
-	return nil
-}
-
-// datastorePipeline is the datastore pipeline as this server runs it: field errors answered as
-// the API's, the admin password of an adopt request moved to the secret store before the job
-// is stored, and the job's databases forgotten at teardown.
+// datastorePipeline is the datastore pipeline as this server runs it: the admin password of an
+// adopt request moved to the secret store before the job is stored.
 type datastorePipeline struct {
 	*dspipe.Pipeline
 	parts    *datastoreParts
@@ -209,9 +146,15 @@ func (p *datastorePipeline) LeaseTTL() time.Duration {
 // job's ID. The config is checked with a placeholder first, so a refused request stores nothing.
 func (p *datastorePipeline) Validate(ctx context.Context, j *job.Job) error {
 	var m map[string]any
-	if j.Mode == job.ModeAdopt && json.Unmarshal(j.Config, &m) == nil && m["adminPassword"] != nil {
+	if json.Unmarshal(j.Config, &m) == nil && m["adminSecretRef"] != nil {
+		// A reference is never taken from a request: it would let the caller name any secret of
+		// the server (another organisation's credentials) for the job to read, send to a host of
+		// the caller's choosing, and delete on cancel.
+		return validation.New("config.adminSecretRef", "forbidden", "is not accepted; give adminPassword and Groundwork stores it")
+	}
+	if j.Mode == job.ModeAdopt && m["adminPassword"] != nil {
 		if pw, _ := m["adminPassword"].(string); pw == "" {
-			return fieldErrors{{Field: "config.adminPassword", Rule: datastore.RuleRequired, Message: "is required to adopt a datastore"}}
+			return validation.New("config.adminPassword", datastore.RuleRequired, "is required to adopt a datastore")
 		}
 		delete(m, "adminPassword")
 		m["adminSecretRef"] = "pending:validation"
@@ -219,7 +162,7 @@ func (p *datastorePipeline) Validate(ctx context.Context, j *job.Job) error {
 		if err := p.Pipeline.Validate(ctx, &job.Job{ID: j.ID, Mode: j.Mode, Provider: j.Provider, Config: probe}); err != nil {
 			return apiFieldErrors(err)
 		}
-		cfg, err := dspipe.PrepareAdopt(ctx, p.parts.secrets, j.ID, j.Config)
+		cfg, err := dspipe.PrepareAdopt(ctx, p.parts.secrets.For(datastore.JobSecrets(j)), j.ID, j.Config)
 		if err != nil {
 			return apiFieldErrors(err)
 		}
@@ -228,44 +171,13 @@ func (p *datastorePipeline) Validate(ctx context.Context, j *job.Job) error {
 	return apiFieldErrors(p.Pipeline.Validate(ctx, j))
 }
 
-// Steps implements pipeline.Pipeline: the same steps, with register's undo first forgetting
-// the job's databases and connections.
-func (p *datastorePipeline) Steps(j *job.Job) []pipeline.Step {
-	steps := p.Pipeline.Steps(j)
-	for i := range steps {
-		if steps[i].Name != dspipe.StepRegister {
-			continue
-		}
-		undo := steps[i].Undo
-		steps[i].Undo = func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-			if err := p.parts.forget(ctx, r.Job.ID); err != nil {
-				// The job store or the secret store did not answer; both are worth retrying.
-				return pipeline.Result{}, fault.Transient(fmt.Errorf("forget the databases of %s: %w", r.Job.ID, err))
-			}
-			return undo(ctx, r)
-		}
-	}
-	return steps
-}
-
-// fieldErrors carries field errors to the API (api.FieldErrorer), which answers them as a 400
-// naming each field.
-type fieldErrors []api.FieldError
-
-func (f fieldErrors) Error() string {
-	parts := make([]string, len(f))
-	for i, e := range f {
-		parts[i] = e.Field + ": " + e.Message
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (f fieldErrors) FieldErrors() []api.FieldError { return f }
-
+// apiFieldErrors returns a pipeline's refusal as a validation error.
 func apiFieldErrors(err error) error {
-	var fe *datastore.FieldError
-	if errors.As(err, &fe) {
-		return fieldErrors{{Field: fe.Field, Rule: fe.Rule, Message: fe.Message}}
+	if err == nil {
+		return nil
+	}
+	if f, ok := validation.Fields(err); ok {
+		return validation.Error(f)
 	}
 	return err
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // builtinPipelines lists the resource families this build provisions.
-func builtinPipelines(o Options, ds *datastoreParts, cp *componentParts) []pipeline.Pipeline {
+func builtinPipelines(ds *datastoreParts, cp *componentParts) []pipeline.Pipeline {
 	var out []pipeline.Pipeline
 	if ds.pipeline != nil {
 		out = append(out, ds.pipeline)

@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
-// Scopes of the audit log (reference/NOTES.md). Provisioning covers spaces, jobs, databases,
+// Scopes of the audit log. Provisioning covers spaces, jobs, databases,
 // connections and catalog installs; platform covers access and accounts.
 const (
 	ScopePlatform     = "platform"
@@ -93,11 +95,12 @@ type Filter struct {
 var ErrBadFilter = errors.New("bad audit filter")
 
 // FieldError says which query parameter is wrong.
-type FieldError struct{ Field, Message string }
+type FieldError = validation.FieldError
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
-
-func (e *FieldError) Unwrap() error { return ErrBadFilter }
+// badFilter is a refused query parameter: a *FieldError that is also ErrBadFilter.
+func badFilter(field, message string) error {
+	return fmt.Errorf("%w: %w", ErrBadFilter, &FieldError{Field: field, Rule: "format", Message: message})
+}
 
 // ParseFilter reads the query parameters of GET /audit-logs. Times are RFC 3339.
 func ParseFilter(orgID string, get func(string) string) (*Filter, error) {
@@ -107,7 +110,7 @@ func ParseFilter(orgID string, get func(string) string) (*Filter, error) {
 		for _, sc := range strings.Split(s, ",") {
 			sc = strings.TrimSpace(sc)
 			if !known(sc) {
-				return nil, &FieldError{"scope", fmt.Sprintf("%q is not one of %s", sc, strings.Join(Scopes, ", "))}
+				return nil, badFilter("scope", fmt.Sprintf("%q is not one of %s", sc, strings.Join(Scopes, ", ")))
 			}
 			f.Scopes = append(f.Scopes, sc)
 		}
@@ -119,7 +122,7 @@ func ParseFilter(orgID string, get func(string) string) (*Filter, error) {
 		if v := get(tf.name); v != "" {
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
-				return nil, &FieldError{tf.name, "must be an RFC 3339 time, e.g. 2026-11-29T12:00:00Z"}
+				return nil, badFilter(tf.name, "must be an RFC 3339 time, e.g. 2026-11-29T12:00:00Z")
 			}
 			*tf.dst = t
 		}
@@ -132,7 +135,7 @@ func ParseFilter(orgID string, get func(string) string) (*Filter, error) {
 		if v := get(nf.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < nf.min || n > nf.max {
-				return nil, &FieldError{nf.name, fmt.Sprintf("must be a whole number from %d to %d", nf.min, nf.max)}
+				return nil, badFilter(nf.name, fmt.Sprintf("must be a whole number from %d to %d", nf.min, nf.max))
 			}
 			*nf.dst = n
 		}

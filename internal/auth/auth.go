@@ -70,6 +70,9 @@ type Authenticator struct {
 	Bootstrap *Bootstrap
 	Now       func() time.Time
 	Logger    *slog.Logger
+	// MaxTTL, if positive, is the longest a stored token lives from its creation, whatever
+	// expiry it was given (a cap set after tokens were made applies to them too).
+	MaxTTL time.Duration
 }
 
 // Identify resolves token to an identity with its effective permissions.
@@ -90,6 +93,9 @@ func (a *Authenticator) Identify(ctx context.Context, token string) (*Identity, 
 		now = a.Now()
 	}
 	if t.RevokedAt != nil || (t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)) {
+		return nil, ErrUnauthenticated
+	}
+	if a.MaxTTL > 0 && !now.Before(t.CreatedAt.Add(a.MaxTTL)) {
 		return nil, ErrUnauthenticated
 	}
 	if _, err := a.Store.GetUser(ctx, t.OrgID, t.Email); errors.Is(err, store.ErrNotFound) {

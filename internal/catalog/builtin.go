@@ -35,7 +35,9 @@ func Builtin() (*Catalog, error) { return New(BuiltinTypes()...) }
 // A resource name as most clouds accept it: lower-case, digits and dashes.
 const nameSchema = `{"type":"string","pattern":"^[a-z][a-z0-9-]{0,62}$","description":"lower-case letters, digits and dashes; starts with a letter"}`
 
-// datastoreSchema leaves version without a default: the right one depends on the provider (the
+// datastoreSchema fills in the engine, which the pair decides (a provisioner-protocol call names
+// the pair, not the engine); the jobs API reads it to choose the pair, and requires it there.
+// It leaves version without a default: the right one depends on the provider (the
 // local provider can only run the server that is installed), so the provider picks it.
 func datastoreSchema(engine, exampleVersion string, withStorage bool) json.RawMessage {
 	storage := ""
@@ -44,9 +46,8 @@ func datastoreSchema(engine, exampleVersion string, withStorage bool) json.RawMe
 	}
 	return json.RawMessage(fmt.Sprintf(`{
 	"type": "object",
-	"required": ["engine"],
 	"properties": {
-		"engine": {"type":"string","enum":[%q],"description":"the database engine; fixed by the type"},
+		"engine": {"type":"string","enum":[%[1]q],"default":%[1]q,"description":"the database engine; fixed by the type"},
 		"name": %s,
 		"version": {"type":"string","minLength":1,"description":"engine version; when omitted the provider picks one (local: the installed server; clouds: their current default, e.g. %s)"},
 		"instanceClass": {"type":"string","minLength":1,"description":"provider machine class, e.g. db.t3.medium"},
@@ -196,6 +197,7 @@ func BuiltinTypes() []Type {
 	"required": ["componentID"],
 	"properties": {
 		"componentID": {"type":"string","pattern":"^[a-z0-9][a-z0-9-]{0,62}$"},
+		"namespace": {"type":"string","description":"namespace of the release; empty: the component's default"},
 		"values": {"type":"object","default":{}}
 	}
 }`),

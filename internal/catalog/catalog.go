@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Category is the kind of thing a type describes; the protocol's API calls it "kind".
@@ -109,12 +111,10 @@ type Type struct {
 	Check func(config map[string]any) []FieldError `json:"-"`
 }
 
-// FieldError names one field of a config and the rule it broke.
-type FieldError struct {
-	Field   string `json:"field"`   // a path such as "nodeGroups[0].min"; "" is the whole config
-	Rule    string `json:"rule"`    // the JSON Schema keyword: required, type, minimum, enum, pattern, ...
-	Message string `json:"message"` // for a human
-}
+// FieldError names one field of a config (a path such as "nodeGroups[0].min"; "" is the
+// whole config) and the rule it broke (the JSON Schema keyword: required, type, minimum,
+// enum, pattern, ...).
+type FieldError = validation.FieldError
 
 // ValidationError is a config refused by the catalog.
 type ValidationError struct {
@@ -250,6 +250,10 @@ func (c *Catalog) Validate(p Pair, config json.RawMessage) (json.RawMessage, err
 			return nil, fmt.Errorf("validate %s: %w", p, err)
 		}
 		fields = fieldErrors(ve, inst)
+	}
+	if unknown := unknownKeys(e.doc, inst, inst, nil); len(unknown) > 0 {
+		fields = append(fields, unknown...)
+		slices.SortStableFunc(fields, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
 	}
 	if len(fields) == 0 && e.typ.Check != nil {
 		if m, ok := inst.(map[string]any); ok {

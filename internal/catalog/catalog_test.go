@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
@@ -31,7 +32,6 @@ func TestInvalidConfigs(t *testing.T) {
 		field  string
 		rule   string
 	}{
-		{"postgres engine missing", catalog.PairPostgres, `{}`, "engine", "required"},
 		{"postgres wrong engine", catalog.PairPostgres, `{"engine":"mysql"}`, "engine", "enum"},
 		{"postgres storage too small", catalog.PairPostgres, `{"engine":"postgres","allocatedStorageGB":1}`, "allocatedStorageGB", "minimum"},
 		{"postgres storage as string", catalog.PairPostgres, `{"engine":"postgres","allocatedStorageGB":"50"}`, "allocatedStorageGB", "type"},
@@ -217,6 +217,76 @@ func TestFamilyForPairRoundTrips(t *testing.T) {
 		cfg := json.RawMessage(`{"engine":"` + p.Type + `"}`)
 		if got, err := catalog.PairForJob(f, cfg); err != nil || got != p {
 			t.Errorf("PairForJob(FamilyForPair(%s) = %s) = %v, %v", p, f, got, err)
+		}
+	}
+}
+
+// Unknown keys inside a config are refused, naming the field (at any depth), unless the
+// schema says the object takes extras or declares no properties at all.
+func TestUnknownSettingsRefused(t *testing.T) {
+	t.Parallel()
+	c := builtin(t)
+	open, err := catalog.New(catalog.Type{Pair: catalog.Pair{Kind: catalog.CategoryTool, Type: "open"},
+		Settings: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":true}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	openPair := catalog.Pair{Kind: catalog.CategoryTool, Type: "open"}
+	cases := []struct {
+		name    string
+		cat     *catalog.Catalog
+		pair    catalog.Pair
+		config  string
+		field   string // "" means accepted
+		suggest string
+	}{
+		{"typo at the top", c, catalog.PairPostgres, `{"engine":"postgres","nmae":"x"}`, "nmae", `"name"`},
+		{"stranger at the top", c, catalog.PairRegistry, `{"name":"r","colour":"blue"}`, "colour", ""},
+		{"typo in a node group", c, catalog.PairKubernetes, `{"name":"c","nodeGroups":[{"name":"a","instanceType":"t","min":1,"max":2,"instanceTyp":"x"}]}`, "nodeGroups[0].instanceTyp", `"instanceType"`},
+		{"free-form values", c, catalog.PairHelmComponent, `{"componentID":"ingress-nginx","values":{"anything":{"goes":1}}}`, "", ""},
+		{"schema allows extras", open, openPair, `{"a":"x","b":2}`, "", ""},
+		{"known keys only", c, catalog.PairPostgres, `{"engine":"postgres","name":"db"}`, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := tc.cat.Validate(tc.pair, json.RawMessage(tc.config))
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ve *catalog.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("accepted or wrong error: %v", err)
+			}
+			i := slices.IndexFunc(ve.Fields, func(f catalog.FieldError) bool {
+				return f.Field == tc.field && f.Rule == "additionalProperties"
+			})
+			if i < 0 {
+				t.Fatalf("fields %+v do not name %s", ve.Fields, tc.field)
+			}
+			if tc.suggest != "" && !strings.Contains(ve.Fields[i].Message, "did you mean "+tc.suggest) {
+				t.Fatalf("no suggestion in %q", ve.Fields[i].Message)
+			}
+		})
+	}
+}
+
+// A datastore pair fixes its engine: a config without one (a provisioner-protocol call names
+// the pair, not the engine) gets the pair's.
+func TestDatastoreEngineFromPair(t *testing.T) {
+	t.Parallel()
+	c := builtin(t)
+	for _, p := range []catalog.Pair{catalog.PairPostgres, catalog.PairMySQL, catalog.PairRedis} {
+		out, err := c.Validate(p, json.RawMessage(`{"name":"cache"}`))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		var cfg struct{ Engine string }
+		if err := json.Unmarshal(out, &cfg); err != nil || cfg.Engine != p.Type {
+			t.Fatalf("%s: engine %q (%v), want %q", p, cfg.Engine, err, p.Type)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,4 +139,97 @@ func deepCopy(v any) any {
 	default:
 		return v
 	}
+}
+
+// unknownKeys reports the keys of inst that its schema does not declare, in every object whose
+// schema lists properties and says nothing of others: a misspelt setting ("nmae") would
+// otherwise be accepted and silently ignored. A schema allows extras by saying so
+// (additionalProperties, patternProperties or unevaluatedProperties), or by declaring no
+// properties at all (a free-form object such as a chart's values); one that composes
+// subschemas (allOf, anyOf, oneOf, $ref, if) is left to them.
+func unknownKeys(schema, inst, top any, loc []string) []FieldError {
+	s, ok := schema.(map[string]any)
+	if !ok {
+		return nil
+	}
+	switch v := inst.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		if props == nil {
+			return nil
+		}
+		open := false
+		for _, kw := range []string{"additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "$ref", "if"} {
+			if _, has := s[kw]; has {
+				open = true
+			}
+		}
+		var out []FieldError
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			path := append(slices.Clone(loc), k)
+			ps, declared := props[k]
+			if !declared {
+				if !open {
+					out = append(out, FieldError{Field: fieldPath(path, top), Rule: "additionalProperties",
+						Message: unknownMessage(k, props)})
+				}
+				continue
+			}
+			out = append(out, unknownKeys(ps, v[k], top, path)...)
+		}
+		return out
+	case []any:
+		var out []FieldError
+		for i, item := range v {
+			out = append(out, unknownKeys(s["items"], item, top, append(slices.Clone(loc), strconv.Itoa(i)))...)
+		}
+		return out
+	}
+	return nil
+}
+
+// unknownMessage names the settings the object has, and the nearest to the key when it looks
+// like a typo of one.
+func unknownMessage(key string, props map[string]any) string {
+	names := make([]string, 0, len(props))
+	best, bestDist := "", 3 // suggest only within two edits
+	for n := range props {
+		names = append(names, n)
+		if d := editDistance(strings.ToLower(key), strings.ToLower(n)); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	sort.Strings(names)
+	msg := "is not a setting of this type"
+	if best != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return msg + "; known: " + strings.Join(names, ", ")
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
 }

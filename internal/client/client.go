@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Client talks to one Groundwork server.
@@ -33,14 +36,17 @@ type Error struct {
 	Title  string       `json:"title"`
 	Detail string       `json:"detail"`
 	Errors []FieldError `json:"errors"`
+	// FixHint says what would make the request succeed (the policy a read-only account
+	// lacks, say); ConsoleURL is where to make that change.
+	FixHint    string `json:"fixHint"`
+	ConsoleURL string `json:"consoleUrl"`
 }
 
+// ErrNoToken is returned, before anything is sent, by a client without a token.
+var ErrNoToken = errors.New("no API token: set GROUNDWORK_TOKEN or pass --token")
+
 // FieldError names an offending field.
-type FieldError struct {
-	Field   string `json:"field"`
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
+type FieldError = validation.FieldError
 
 func (e *Error) Error() string {
 	var b strings.Builder
@@ -51,11 +57,20 @@ func (e *Error) Error() string {
 	for _, f := range e.Errors {
 		fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Message)
 	}
+	if e.FixHint != "" {
+		b.WriteString("\nfix: " + e.FixHint)
+	}
+	if e.ConsoleURL != "" {
+		b.WriteString("\nconsole: " + e.ConsoleURL)
+	}
 	return b.String()
 }
 
 // Do sends body (JSON) and decodes the answer into out (when not nil).
 func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	if c.Token == "" {
+		return ErrNoToken
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -106,6 +121,9 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(*job.Job)) (*job.
 		if apiErr, ok := err.(*Error); ok {
 			return last, apiErr
 		}
+		if errors.Is(err, ErrNoToken) {
+			return last, err
+		}
 		select {
 		case <-ctx.Done():
 			return last, ctx.Err()
@@ -123,6 +141,9 @@ func settled(j *job.Job) bool {
 }
 
 func (c *Client) watchOnce(ctx context.Context, id string, fn func(*job.Job)) (*job.Job, error) {
+	if c.Token == "" {
+		return nil, ErrNoToken
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/api/provisioning-jobs/"+id+"/events", nil)
 	if err != nil {
 		return nil, err

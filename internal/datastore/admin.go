@@ -226,3 +226,44 @@ func redisSaveACL(ctx context.Context, admin Conn, rc *redis.Client) error {
 	}
 	return nil
 }
+
+// RoleExists reports whether the server already has a login (role, user, ACL user) named role.
+// A database request may only name an owner Groundwork creates: taking over an existing one
+// would reset its password and, on PostgreSQL, its attributes.
+func RoleExists(ctx context.Context, admin Conn, role string) (bool, error) {
+	var exists bool
+	switch admin.Engine {
+	case EnginePostgres:
+		conn, err := admin.pg(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", role).Scan(&exists); err != nil {
+			return false, Classify(err)
+		}
+	case EngineMySQL:
+		db, err := admin.mysql()
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = db.Close() }()
+		if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM mysql.user WHERE User = ?)", role).Scan(&exists); err != nil {
+			return false, Classify(fmt.Errorf("look up user %s: %w", role, err))
+		}
+	case EngineRedis:
+		rc := admin.redis()
+		defer func() { _ = rc.Close() }()
+		err := rc.Do(ctx, "ACL", "GETUSER", role).Err()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return false, nil
+		case err != nil:
+			return false, Classify(fmt.Errorf("acl getuser %s: %w", role, err))
+		}
+		exists = true
+	default:
+		return false, fault.System(fmt.Errorf("unknown engine %q", admin.Engine))
+	}
+	return exists, nil
+}

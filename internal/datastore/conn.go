@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
 
 // Conn says how to reach a server as one user. Password is never logged or serialised (the
@@ -29,6 +30,9 @@ type Conn struct {
 	User     string `json:"user"`
 	Password string `json:"-"`
 	Database string `json:"database,omitempty"`
+	// Dial, when set, makes every connection (an adopted server's: its host is the user's);
+	// netguard's policy checks the address dialled.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error) `json:"-"`
 }
 
 // LogValue keeps the password out of slog output.
@@ -54,6 +58,9 @@ func (c Conn) pg(ctx context.Context) (*pgx.Conn, error) {
 	}
 	cfg.TLSConfig, cfg.Fallbacks = nil, nil
 	cfg.ConnectTimeout = dialTimeout
+	if c.Dial != nil {
+		cfg.DialFunc = c.Dial
+	}
 	cfg.RuntimeParams = map[string]string{"application_name": "groundwork"}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -66,6 +73,9 @@ func (c Conn) mysql() (*sql.DB, error) {
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = c.User, c.Password, "tcp", c.addr(), c.Database
 	cfg.Timeout = dialTimeout
+	if c.Dial != nil {
+		cfg.DialFunc = c.Dial
+	}
 	// Interpolation lets the driver escape values into statements the server cannot prepare
 	// (CREATE USER ... IDENTIFIED BY ?); it honours NO_BACKSLASH_ESCAPES as reported by the server.
 	cfg.InterpolateParams = true
@@ -79,12 +89,16 @@ func (c Conn) mysql() (*sql.DB, error) {
 }
 
 func (c Conn) redis() *redis.Client {
-	return redis.NewClient(&redis.Options{
+	o := &redis.Options{
 		Addr: c.addr(), Username: c.User, Password: c.Password,
 		DialTimeout: dialTimeout, MaxRetries: -1, PoolSize: 1,
 		// Disabled so that a failed login reports itself instead of falling back silently.
 		DisableIdentity: true,
-	})
+	}
+	if c.Dial != nil {
+		o.Dialer = c.Dial
+	}
+	return redis.NewClient(o)
 }
 
 // Check connects as c and runs a trivial command, proving the server is up and the credentials
@@ -132,6 +146,10 @@ func Classify(err error) error {
 	var fe *fault.Error
 	if errors.As(err, &fe) {
 		return err
+	}
+	if errors.Is(err, netguard.ErrRefused) {
+		return fault.UserAction(err, "OutboundRefused",
+			"The server's address is refused by Groundwork's outbound policy (link-local and metadata addresses, or outside --outbound-allow).", "")
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {

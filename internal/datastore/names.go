@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Engine is a datastore engine.
@@ -43,13 +45,7 @@ const (
 )
 
 // FieldError is a refused input value; the API answers it as a 400 naming the field.
-type FieldError struct {
-	Field   string
-	Rule    string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+type FieldError = validation.FieldError
 
 // reserved holds names the engines or their tooling own: using one could hand a tenant a system
 // database or collide with the admin account.

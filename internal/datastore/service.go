@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 )
 
@@ -88,17 +91,29 @@ type Jobs interface {
 	GetJob(ctx context.Context, jobID string) (*job.Job, error)
 }
 
+// Vault hands out the secret store as one owner sees it (secrets.Vault satisfies it).
+type Vault interface {
+	For(owner secrets.Owner) secrets.SecretStore
+}
+
+// JobSecrets is the owner of a job's secrets: its admin password and its databases' owner
+// passwords live and die with the job.
+func JobSecrets(j *job.Job) secrets.Owner {
+	return secrets.Owner{OrgID: j.OrgID, Kind: secrets.OwnerJob, ID: j.ID}
+}
+
 // Service runs database and connection requests against a job's server.
 type Service struct {
-	jobs    Jobs
-	records Records
-	secrets secrets.SecretStore
-	now     func() time.Time
-	log     *slog.Logger
+	jobs     Jobs
+	records  Records
+	secrets  Vault
+	outbound *netguard.Policy
+	now      func() time.Time
+	log      *slog.Logger
 }
 
 // NewService returns a Service. now may be nil (time.Now).
-func NewService(jobs Jobs, records Records, store secrets.SecretStore, now func() time.Time, log *slog.Logger) *Service {
+func NewService(jobs Jobs, records Records, store Vault, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
@@ -108,6 +123,12 @@ func NewService(jobs Jobs, records Records, store secrets.SecretStore, now func(
 	return &Service{jobs: jobs, records: records, secrets: store, now: now, log: log}
 }
 
+// WithOutbound makes the service dial adopted servers through policy.
+func (s *Service) WithOutbound(policy *netguard.Policy) *Service {
+	s.outbound = policy
+	return s
+}
+
 // CreateDatabaseParams is a request for a database.
 type CreateDatabaseParams struct {
 	JobID string `json:"-"`
@@ -115,35 +136,56 @@ type CreateDatabaseParams struct {
 	Owner string `json:"owner"`
 }
 
-// adminEndpoint returns the job's admin endpoint, requiring a completed datastore job.
-func (s *Service) adminEndpoint(ctx context.Context, jobID string) (Endpoint, error) {
+// adminEndpoint returns the job's admin endpoint, requiring a completed datastore job, and
+// the secret store as that job sees it.
+func (s *Service) adminEndpoint(ctx context.Context, jobID string) (Endpoint, jobAccess, error) {
+	ep, j, err := s.endpointOf(ctx, jobID)
+	if err != nil {
+		return Endpoint{}, jobAccess{}, err
+	}
+	acc := jobAccess{SecretStore: s.secrets.For(JobSecrets(j))}
+	if j.Mode == job.ModeAdopt {
+		// An adopted server's host is the user's: dial it through the outbound policy.
+		acc.dial = s.outbound.DialContext
+	}
+	return ep, acc, nil
+}
+
+// jobAccess is how a request reaches a job's server: the secret store as the job sees it, and
+// the dialler for the server's address (nil: the default, for servers Groundwork made).
+type jobAccess struct {
+	secrets.SecretStore
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (s *Service) endpointOf(ctx context.Context, jobID string) (Endpoint, *job.Job, error) {
 	j, err := s.jobs.GetJob(ctx, jobID)
 	if err != nil {
-		return Endpoint{}, err
+		return Endpoint{}, nil, err
 	}
 	if j.Family != job.FamilyDatastore {
-		return Endpoint{}, fmt.Errorf("job %s is a %s job: %w", jobID, j.Family, ErrNotFound)
+		return Endpoint{}, nil, fmt.Errorf("job %s is a %s job: %w", jobID, j.Family, ErrNotFound)
 	}
 	if j.Status != job.StatusCompleted {
-		return Endpoint{}, fmt.Errorf("job %s is %s: %w", jobID, j.Status, ErrNotReady)
+		return Endpoint{}, nil, fmt.Errorf("job %s is %s: %w", jobID, j.Status, ErrNotReady)
 	}
 	var m map[string]json.RawMessage
 	var ep Endpoint
 	if err := json.Unmarshal(j.Infra, &m); err != nil || m[InfraConnectionKey] == nil {
-		return Endpoint{}, fmt.Errorf("job %s records no connection: %w", jobID, ErrNotReady)
+		return Endpoint{}, nil, fmt.Errorf("job %s records no connection: %w", jobID, ErrNotReady)
 	}
 	if err := json.Unmarshal(m[InfraConnectionKey], &ep); err != nil {
-		return Endpoint{}, fmt.Errorf("job %s connection: %w", jobID, err)
+		return Endpoint{}, nil, fmt.Errorf("job %s connection: %w", jobID, err)
 	}
-	return ep, nil
+	return ep, j, nil
 }
 
-func (s *Service) admin(ctx context.Context, ep Endpoint) (Conn, error) {
-	pw, err := s.secrets.Get(ctx, ep.SecretRef)
+func adminConn(ctx context.Context, sec jobAccess, ep Endpoint) (Conn, error) {
+	pw, err := sec.Get(ctx, ep.SecretRef)
 	if err != nil {
 		return Conn{}, fmt.Errorf("admin password: %w", err)
 	}
-	return Conn{Engine: ep.Engine, Host: ep.Host, Port: ep.Port, User: ep.User, Password: pw}, nil
+	return Conn{Engine: ep.Engine, Host: ep.Host, Port: ep.Port, User: ep.User, Password: pw, Dial: sec.dial}, nil
 }
 
 func ownerSecretName(jobID, name string) string { return jobID + "/databases/" + name }
@@ -151,7 +193,7 @@ func ownerSecretName(jobID, name string) string { return jobID + "/databases/" +
 // CreateDatabase creates (or finishes creating) a database and its owner with a generated
 // password kept in the secret store. Re-sending the same request returns the same record.
 func (s *Service) CreateDatabase(ctx context.Context, p CreateDatabaseParams) (Database, error) {
-	ep, err := s.adminEndpoint(ctx, p.JobID)
+	ep, sec, err := s.adminEndpoint(ctx, p.JobID)
 	if err != nil {
 		return Database{}, err
 	}
@@ -177,9 +219,12 @@ func (s *Service) CreateDatabase(ctx context.Context, p CreateDatabaseParams) (D
 			return Database{}, fmt.Errorf("database %q is being deleted: %w", d.Name, ErrNotReady)
 		}
 	}
+	if err := s.checkOwner(ctx, sec, ep, p.Owner, existing); err != nil {
+		return Database{}, err
+	}
 	// The password is stored under a deterministic name before anything else: a re-run after
 	// a crash finds the same reference.
-	ref, err := s.secrets.Put(ctx, ownerSecretName(p.JobID, p.Name), GeneratePassword())
+	ref, err := sec.Put(ctx, ownerSecretName(p.JobID, p.Name), GeneratePassword())
 	if err != nil {
 		return Database{}, fmt.Errorf("store owner password: %w", err)
 	}
@@ -192,19 +237,47 @@ func (s *Service) CreateDatabase(ctx context.Context, p CreateDatabaseParams) (D
 	if err != nil {
 		return Database{}, err
 	}
-	if err := s.finishCreate(ctx, ep, d); err != nil {
+	if err := s.finishCreate(ctx, sec, ep, d); err != nil {
 		return Database{}, err
 	}
 	d.Status = StatusReady
 	return d, nil
 }
 
-func (s *Service) finishCreate(ctx context.Context, ep Endpoint, d Database) error {
-	admin, err := s.admin(ctx, ep)
+// checkOwner refuses an owner Groundwork did not create on this server: the server's admin
+// login (Groundwork's own, or an adopted server's), and any role that already exists there and
+// is not the owner of one of this job's databases. Creating a database resets its owner's
+// password, so naming an existing role would take it over.
+func (s *Service) checkOwner(ctx context.Context, sec jobAccess, ep Endpoint, owner string, existing []Database) error {
+	if strings.EqualFold(owner, ep.User) || ep.Engine == EngineRedis && owner == "default" {
+		return &FieldError{Field: "owner", Rule: RuleConflict, Message: fmt.Sprintf("%q is the server's admin login; choose a new owner name", owner)}
+	}
+	for _, d := range existing {
+		if d.Owner == owner {
+			return nil // ours: a re-sent or crashed create finishes it
+		}
+	}
+	admin, err := adminConn(ctx, sec, ep)
 	if err != nil {
 		return err
 	}
-	pw, err := s.secrets.Get(ctx, d.Endpoint.SecretRef)
+	exists, err := RoleExists(ctx, admin, owner)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return &FieldError{Field: "owner", Rule: RuleConflict,
+			Message: fmt.Sprintf("a login named %q already exists on the server and was not created by Groundwork; choose a new owner name", owner)}
+	}
+	return nil
+}
+
+func (s *Service) finishCreate(ctx context.Context, sec jobAccess, ep Endpoint, d Database) error {
+	admin, err := adminConn(ctx, sec, ep)
+	if err != nil {
+		return err
+	}
+	pw, err := sec.Get(ctx, d.Endpoint.SecretRef)
 	if err != nil {
 		return fmt.Errorf("owner password: %w", err)
 	}
@@ -235,18 +308,18 @@ func (s *Service) DeleteDatabase(ctx context.Context, jobID, id string) error {
 	if err != nil {
 		return err
 	}
-	ep, err := s.adminEndpoint(ctx, jobID)
+	ep, sec, err := s.adminEndpoint(ctx, jobID)
 	if err != nil {
 		return err
 	}
 	if err := s.records.UpdateDatabaseStatus(ctx, jobID, id, StatusDeleting, s.now().UTC()); err != nil {
 		return err
 	}
-	return s.finishDelete(ctx, ep, d)
+	return s.finishDelete(ctx, sec, ep, d)
 }
 
-func (s *Service) finishDelete(ctx context.Context, ep Endpoint, d Database) error {
-	admin, err := s.admin(ctx, ep)
+func (s *Service) finishDelete(ctx context.Context, sec jobAccess, ep Endpoint, d Database) error {
+	admin, err := adminConn(ctx, sec, ep)
 	if err != nil {
 		return err
 	}
@@ -262,7 +335,7 @@ func (s *Service) finishDelete(ctx context.Context, ep Endpoint, d Database) err
 			return err
 		}
 	}
-	if err := s.secrets.Delete(ctx, d.Endpoint.SecretRef); err != nil {
+	if err := sec.Delete(ctx, d.Endpoint.SecretRef); err != nil {
 		return fmt.Errorf("delete owner password: %w", err)
 	}
 	if err := s.records.DeleteDatabase(ctx, d.JobID, d.ID); err != nil && !errors.Is(err, ErrNotFound) {
@@ -275,7 +348,7 @@ func (s *Service) finishDelete(ctx context.Context, ep Endpoint, d Database) err
 // Reconcile finishes the job's databases left "creating" or "deleting" by a crash. Call it
 // at start for every completed datastore job (and it is harmless at any time).
 func (s *Service) Reconcile(ctx context.Context, jobID string) error {
-	ep, err := s.adminEndpoint(ctx, jobID)
+	ep, sec, err := s.adminEndpoint(ctx, jobID)
 	if err != nil {
 		return err
 	}
@@ -287,9 +360,9 @@ func (s *Service) Reconcile(ctx context.Context, jobID string) error {
 	for _, d := range dbs {
 		switch d.Status {
 		case StatusCreating:
-			errs = append(errs, s.finishCreate(ctx, ep, d))
+			errs = append(errs, s.finishCreate(ctx, sec, ep, d))
 		case StatusDeleting:
-			errs = append(errs, s.finishDelete(ctx, ep, d))
+			errs = append(errs, s.finishDelete(ctx, sec, ep, d))
 		}
 	}
 	return errors.Join(errs...)
@@ -305,7 +378,7 @@ type CreateConnectionParams struct {
 // CreateConnection stores a connection: the server's admin endpoint for a job-scoped one, the
 // database owner's for a database-scoped one. It creates no user: connections are pointers.
 func (s *Service) CreateConnection(ctx context.Context, p CreateConnectionParams) (Connection, error) {
-	ep, err := s.adminEndpoint(ctx, p.JobID)
+	ep, _, err := s.adminEndpoint(ctx, p.JobID)
 	if err != nil {
 		return Connection{}, err
 	}
@@ -360,4 +433,40 @@ func (s *Service) DeleteConnection(ctx context.Context, jobID, databaseID, id st
 func IsFieldError(err error) bool {
 	var fe *FieldError
 	return errors.As(err, &fe)
+}
+
+// Forget removes what Groundwork keeps about a job's databases: connection records, owner
+// passwords, database records. Teardown calls it before the server goes (for an adopted
+// server, the server is left as it is: it is the customer's). Re-running it is harmless.
+func (s *Service) Forget(ctx context.Context, j *job.Job) error {
+	jobID, sec := j.ID, s.secrets.For(JobSecrets(j))
+	dbs, err := s.records.ListDatabases(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	for _, db := range dbs {
+		if err := s.forgetConnections(ctx, jobID, db.ID); err != nil {
+			return err
+		}
+		if err := sec.Delete(ctx, db.Endpoint.SecretRef); err != nil {
+			return fmt.Errorf("delete owner password of %s: %w", db.ID, err)
+		}
+		if err := s.records.DeleteDatabase(ctx, jobID, db.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	return s.forgetConnections(ctx, jobID, "")
+}
+
+func (s *Service) forgetConnections(ctx context.Context, jobID, dbID string) error {
+	conns, err := s.records.ListConnections(ctx, jobID, dbID)
+	if err != nil {
+		return err
+	}
+	for _, c := range conns {
+		if err := s.records.DeleteConnection(ctx, jobID, c.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }

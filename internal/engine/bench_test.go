@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,7 +44,41 @@ func benchStores(b *testing.B) map[string]func(b *testing.B) store.Store {
 	}
 }
 
-func runEngine(b *testing.B, s store.Store, p pipeline.Pipeline, workers int) func() {
+// countingStore counts the engine's calls into the store and the database round trips they
+// cost: a terminal checkpoint is a transaction of four (begin, update, audit insert, commit),
+// every other call one statement.
+type countingStore struct {
+	engine.Store
+	claims, checkpoints, terminal, renewals atomic.Int64
+}
+
+func (c *countingStore) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job.Job, error) {
+	c.claims.Add(1)
+	return c.Store.ClaimJobs(ctx, p)
+}
+
+func (c *countingStore) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
+	c.checkpoints.Add(1)
+	if p.Status != job.StatusRunning && p.Status != job.StatusQueued {
+		c.terminal.Add(1)
+	}
+	return c.Store.Checkpoint(ctx, p)
+}
+
+func (c *countingStore) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time.Time, error) {
+	c.renewals.Add(1)
+	return c.Store.RenewLease(ctx, p)
+}
+
+// report adds the per-step call and round-trip counts to b's metrics.
+func (c *countingStore) report(b *testing.B, steps int) {
+	n := float64(steps)
+	b.ReportMetric(float64(c.checkpoints.Load())/n, "checkpoints/step")
+	trips := c.claims.Load() + c.checkpoints.Load() + 3*c.terminal.Load() + c.renewals.Load()
+	b.ReportMetric(float64(trips)/n, "roundtrips/step")
+}
+
+func runEngine(b *testing.B, s engine.Store, p pipeline.Pipeline, workers int) func() {
 	reg, _ := pipeline.NewRegistry(p)
 	e, err := engine.New(engine.Config{Store: s, Pipelines: reg, Owner: "bench", Workers: workers, PollInterval: 50 * time.Millisecond})
 	if err != nil {
@@ -79,12 +114,14 @@ func BenchmarkStepTransitions(b *testing.B) {
 			}
 			b.ResetTimer()
 			start := time.Now()
-			stop := runEngine(b, s, p, 8)
+			cs := &countingStore{Store: s}
+			stop := runEngine(b, cs, p, 8)
 			wg.Wait()
 			elapsed := time.Since(start)
 			b.StopTimer()
 			stop()
 			b.ReportMetric(float64(jobs*5)/elapsed.Seconds(), "steps/s")
+			cs.report(b, jobs*5)
 		})
 		b.Run(name+"/baseline-checkpoint", func(b *testing.B) {
 			s := open(b)

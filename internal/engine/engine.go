@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -33,18 +36,34 @@ type Config struct {
 	Workers int
 	// PollInterval is the fallback when no wake-up arrives.
 	PollInterval time.Duration
-	// MaxAttempts bounds transient retries of one step before the job fails as retryable.
+	// MaxAttempts bounds transient failures in a row of one step before the job fails as
+	// retryable. Waits (polls of a resource still coming up) are not failures and reset it.
 	MaxAttempts int
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// ShutdownGrace is how long running steps may finish after Run's context ends before they
 	// are interrupted and their jobs handed back.
 	ShutdownGrace time.Duration
-	Now           func() time.Time
-	Logger        *slog.Logger
-	Metrics       *Metrics
+	// LeaseMargin is how long before its lease expires (by the database's clock) a worker
+	// treats it as lost and stops acting on the job. Zero means a quarter of the job's lease
+	// TTL; it is capped at half of it.
+	LeaseMargin time.Duration
+	// Now is the engine's clock for scheduling and for the times it records. Whether a lease
+	// has expired is also decided by the database's clock, which Now cannot move forward.
+	Now     func() time.Time
+	Logger  *slog.Logger
+	Metrics *Metrics
 	// Events, if set, is told of every committed change.
 	Events Publisher
+	// Tracer makes a span per step execution; nil traces nothing.
+	Tracer trace.TracerProvider
+	// Retention, if positive, is how long a job that is over (cancelled, torn down) stays in
+	// the ledger before it is pruned, when the store can prune (store.Pruner). Zero keeps
+	// every job.
+	Retention time.Duration
+	// PruneEvery is how often old jobs are pruned; zero means a tenth of Retention, between a
+	// minute and an hour.
+	PruneEvery time.Duration
 }
 
 // Publisher receives committed job changes (the API streams them as server-sent events).
@@ -54,8 +73,9 @@ type Publisher interface {
 
 // Engine runs jobs.
 type Engine struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	tracer trace.Tracer
 
 	// hardStop is cancelled when the shutdown grace runs out; running steps see it.
 	hardCtx  context.Context
@@ -65,6 +85,9 @@ type Engine struct {
 	// next step boundary, and readiness reports false.
 	draining  chan struct{}
 	drainOnce sync.Once
+
+	// due remembers when the jobs this replica released to wait fall due.
+	due *timers
 }
 
 // New checks cfg and fills in defaults.
@@ -103,7 +126,11 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Metrics = NewMetrics(nil)
 	}
 	hard, stop := context.WithCancel(context.Background())
-	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "engine", "owner", cfg.Owner), hardCtx: hard, hardStop: stop, draining: make(chan struct{})}, nil
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "engine", "owner", cfg.Owner), hardCtx: hard, hardStop: stop,
+		draining: make(chan struct{}), due: newTimers(), tracer: cfg.Tracer.Tracer("github.com/groundworkhq/groundwork/internal/engine")}, nil
 }
 
 // Run claims and runs jobs until ctx ends, then shuts down gracefully: no new claims, running
@@ -111,15 +138,42 @@ func New(cfg Config) (*Engine, error) {
 // released) so another replica takes it at once.
 func (e *Engine) Run(ctx context.Context) error {
 	wake := e.cfg.Store.Wakeups(ctx)
+	if p, ok := e.cfg.Store.(store.Pruner); ok && e.cfg.Retention > 0 {
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); e.retain(rctx, p) }()
+		defer func() { stop(); <-done }()
+	}
 	poll := time.NewTicker(e.cfg.PollInterval)
 	defer poll.Stop()
 	freed := make(chan struct{}, e.cfg.Workers)
 	var wg sync.WaitGroup
 	busy := 0
+	// dueTimer fires when the earliest job this replica released to wait falls due. Jobs are
+	// due by the caller's clock (Now), which tests may move; the timer runs on the real one.
+	dueTimer := time.NewTimer(time.Hour)
+	defer dueTimer.Stop()
 	for {
+		dueTimer.Stop()
+		if at := e.due.next(e.cfg.Now()); !at.IsZero() {
+			dueTimer.Reset(max(at.Sub(e.cfg.Now()), time.Millisecond))
+		}
+		// Count every worker that freed up while the last claim was out, so that one claim
+		// fills them all: a claim is a commit, and claiming one job per freed worker would
+		// cap the engine at the database's serial commit rate.
+	drained:
+		for {
+			select {
+			case <-freed:
+				busy--
+			default:
+				break drained
+			}
+		}
 		for busy < e.cfg.Workers && ctx.Err() == nil {
 			free := e.cfg.Workers - busy
-			jobs, err := e.cfg.Store.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: e.cfg.Now(), Limit: free})
+			now, sent := e.cfg.Now(), time.Now()
+			jobs, err := e.cfg.Store.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: now, Limit: free})
 			if err != nil {
 				if ctx.Err() == nil {
 					e.log.Error("claim failed", "error", err)
@@ -131,8 +185,14 @@ func (e *Engine) Run(ctx context.Context) error {
 				wg.Add(1)
 				go func(j *job.Job) {
 					defer wg.Done()
-					e.work(j)
-					freed <- struct{}{}
+					// The slot frees when the worker starts the write that lets go of the job,
+					// not when the write commits: the next job's claim overlaps the last
+					// write's commit, as a queue's asynchronous completer does. Steps running
+					// at once stay within Workers; the write still has its fence.
+					var once sync.Once
+					free := func() { once.Do(func() { freed <- struct{}{} }) }
+					defer free()
+					e.work(j, sent, now, free)
 				}(j)
 			}
 			if len(jobs) < free {
@@ -144,6 +204,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			return e.shutdown(&wg)
 		case <-wake:
 		case <-poll.C:
+		case <-dueTimer.C:
+		case <-e.due.changed:
 		case <-freed:
 			busy--
 		}

@@ -368,6 +368,11 @@ func TestCancelBeforeStartTouchesNothing(t *testing.T) {
 // same store does not take the job over.
 func TestHeartbeatKeepsLeaseOverLongStep(t *testing.T) {
 	t.Parallel()
+	// The step spans 2.5 lease TTLs: without renewal the second engine would take it over after
+	// one. The worker lets go a quarter TTL before expiry and renews every third, so a renewal
+	// may take up to about 400 ms at 1s: a loaded CI machine running the race detector took
+	// longer (the step ran twice). 3s leaves a renewal about 1.2s.
+	const ttl = 3 * time.Second
 	var running atomic.Int32
 	var overlap atomic.Bool
 	b := setup(t, 2, func(ctx context.Context, c testfamily.Call, r *pipeline.Run) (pipeline.Result, error) {
@@ -377,16 +382,14 @@ func TestHeartbeatKeepsLeaseOverLongStep(t *testing.T) {
 		defer running.Add(-1)
 		if c.Step == "step1" {
 			select {
-			case <-time.After(2500 * time.Millisecond):
+			case <-time.After(ttl * 5 / 2):
 			case <-ctx.Done():
 				return pipeline.Result{}, ctx.Err()
 			}
 		}
 		return pipeline.Done(nil), nil
 	})
-	// The step spans 2.5 lease TTLs: without renewal the second engine would take it over at 1s.
-	// The TTL leaves room for a loaded CI machine running this under the race detector.
-	b.pipe.TTL = time.Second
+	b.pipe.TTL = ttl
 	b.start(t, nil)
 	b.start(t, nil)
 	j := b.submit(t)
@@ -394,8 +397,8 @@ func TestHeartbeatKeepsLeaseOverLongStep(t *testing.T) {
 	if overlap.Load() || b.calls.count(j.ID, "step1", false) != 1 || got.Steps[0].Attempts != 1 {
 		t.Fatalf("long step was taken over: ran %d times", b.calls.count(j.ID, "step1", false))
 	}
-	if got.LeaseTTL != time.Second {
-		t.Fatalf("lease TTL %s, want the family's 1s", got.LeaseTTL)
+	if got.LeaseTTL != ttl {
+		t.Fatalf("lease TTL %s, want the family's %s", got.LeaseTTL, ttl)
 	}
 }
 

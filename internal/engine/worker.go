@@ -3,26 +3,106 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/telemetry"
 )
 
-// lease tracks one claimed job: its fencing token and whether it is still ours.
+// lease tracks one claimed job: its fencing token and how long it may still act on it.
+//
+// The worker times its lease on its own monotonic clock, from the moment it sent the request
+// that granted or extended it, for as long as the lease had left by the database's clock (the
+// clock claimers compare against). It treats the lease as lost a margin before that: the
+// margin covers the time a driver call takes to reach the cloud once started, and a pause
+// between the check and the call. Past the deadline the step's context is cancelled and no
+// new step starts; only a renewal that lands before the deadline moves it.
 type lease struct {
-	id    string
-	token int64
-	ttl   time.Duration
+	id     string
+	token  int64
+	ttl    time.Duration
+	margin time.Duration
+	// expired is told when the deadline passes without a renewal (metrics, log).
+	expired func()
 
-	mu      sync.Mutex
-	expires time.Time
-	lost    bool
-	cancel  context.CancelFunc // interrupts the running step when the lease is lost
+	mu       sync.Mutex
+	deadline time.Time     // local clock, with its monotonic reading
+	skew     time.Duration // the database's clock minus ours, as last measured
+	lost     bool
+	timer    *time.Timer
+	cancel   context.CancelFunc // interrupts the running step when the lease is lost
+	// free gives the worker's slot back to the engine once no step of this job will run again.
+	free func()
+}
+
+// leaseMargin is how long before expiry a worker lets go of a lease of the given TTL.
+func (e *Engine) leaseMargin(ttl time.Duration) time.Duration {
+	m := e.cfg.LeaseMargin
+	if m <= 0 {
+		m = ttl / 4
+	}
+	// Heartbeats come every third of the TTL: a margin above half of it would leave a single
+	// late heartbeat no room to land.
+	if m > ttl/2 {
+		m = ttl / 2
+	}
+	return m
+}
+
+// extended records a lease write the store accepted: sent is when the request left (local
+// clock), now the caller-clock time it carried, exp the expiry the store wrote (in the
+// caller's clock), dbNow the database's clock in that statement if the store reported it.
+// Extensions never move the deadline back: the store never shortens a lease either.
+func (l *lease) extended(sent, now, exp, dbNow time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost {
+		return
+	}
+	if !dbNow.IsZero() {
+		l.skew = dbNow.Sub(now)
+	}
+	// exp was computed from now; by the database's clock the lease has that much less (or,
+	// for a replica whose clock runs fast, more; it never counts on more than the TTL).
+	left := min(exp.Sub(now)-l.skew, l.ttl)
+	if d := sent.Add(left - l.margin); d.After(l.deadline) {
+		l.deadline = d
+	}
+	wait := time.Until(l.deadline)
+	if l.timer == nil {
+		l.timer = time.AfterFunc(wait, l.expire)
+	} else {
+		l.timer.Reset(wait)
+	}
+}
+
+// expire marks the lease lost if its deadline has passed (the timer may race an extension).
+func (l *lease) expire() {
+	l.mu.Lock()
+	if l.lost {
+		l.mu.Unlock()
+		return
+	}
+	if wait := time.Until(l.deadline); wait > 0 {
+		l.timer.Reset(wait)
+		l.mu.Unlock()
+		return
+	}
+	l.lost = true
+	l.mu.Unlock()
+	l.expired()
+	l.cancel()
 }
 
 func (l *lease) markLost() {
@@ -32,30 +112,82 @@ func (l *lease) markLost() {
 	l.cancel()
 }
 
+// isLost reports whether the worker must stop acting on the job. It reads the deadline itself
+// rather than waiting for the timer, so nothing starts in the instant between the two.
 func (l *lease) isLost() bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lost
-}
-
-func (l *lease) extendTo(t time.Time) {
-	l.mu.Lock()
-	l.expires = t
+	lost, past := l.lost, !time.Now().Before(l.deadline)
 	l.mu.Unlock()
+	if !lost && past {
+		l.expire()
+		return true
+	}
+	return lost
 }
 
-// work runs j until it finishes, waits, fails, is handed back or its lease is lost.
-func (e *Engine) work(j *job.Job) {
+func (l *lease) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+}
+
+// remaining is the time left before the worker lets go, for logs.
+func (l *lease) remaining() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Until(l.deadline)
+}
+
+// stepCtx is the context a step runs under. It is cancelled when the lease is lost; its Err
+// also reads the lease's deadline, so a driver that checks ctx.Err() before each call (as
+// cloud SDKs do) refuses from the first instant past the deadline, not only once the timer
+// has fired. Done is closed before Err returns an error, as the Context contract asks.
+type stepCtx struct {
+	context.Context
+	l *lease
+}
+
+func (c stepCtx) Err() error {
+	c.l.isLost()
+	return c.Context.Err()
+}
+
+// work runs j until it finishes, waits, fails, is handed back or its lease is lost. sent is
+// when the claim that leased j left, now the caller-clock time it carried.
+func (e *Engine) work(j *job.Job, sent, now time.Time, free func()) {
 	log := e.log.With("job_id", j.ID, "family", string(j.Family))
-	ctx, cancel := context.WithCancel(e.hardCtx)
+	wctx, cancel := context.WithCancel(e.hardCtx)
 	defer cancel()
-	l := &lease{id: j.ID, token: j.LeaseToken, ttl: j.LeaseTTL, cancel: cancel}
-	if j.LeaseExpiresAt != nil {
-		l.expires = *j.LeaseExpiresAt
+	l := &lease{id: j.ID, token: j.LeaseToken, ttl: j.LeaseTTL, margin: e.leaseMargin(j.LeaseTTL), cancel: cancel, free: free}
+	l.expired = func() {
+		e.cfg.Metrics.leaseLosses.Inc()
+		log.Warn("lease about to expire without a renewal; stopping work on the job", "margin", l.margin)
+	}
+	defer l.stop()
+	if j.LeaseExpiresAt == nil {
+		log.Error("claimed job has no lease expiry; letting go")
+		return
+	}
+	l.extended(sent, now, *j.LeaseExpiresAt, j.DBNow)
+	if l.isLost() {
+		log.Warn("the lease was too short to use by the database's clock; this replica's clock may lag the database's",
+			"lease_left", j.LeaseExpiresAt.Sub(j.DBNow), "skew", j.DBNow.Sub(now))
+		return
 	}
 	hbDone := make(chan struct{})
-	go e.heartbeat(ctx, l, log, hbDone)
+	go e.heartbeat(wctx, l, log, hbDone)
 	defer func() { cancel(); <-hbDone }()
+	ctx := stepCtx{Context: wctx, l: l}
+	// Whatever the pipeline or the engine does wrong for this job stays with this job: it
+	// fails as system with the stack in the log; the process and its other jobs go on. j is
+	// read when the deferred call runs, so the latest copy is what gets failed.
+	defer func() {
+		if r := recover(); r != nil {
+			e.jobPanicked(l, j, r, log)
+		}
+	}()
 
 	p, ok := e.cfg.Pipelines.Get(j.Family)
 	if !ok {
@@ -96,13 +228,7 @@ func (e *Engine) work(j *job.Job) {
 // applyNext runs the first step that has not completed and returns the job to continue with,
 // or nil when the worker should let go.
 func (e *Engine) applyNext(ctx context.Context, l *lease, j *job.Job, steps []pipeline.Step, log *slog.Logger) *job.Job {
-	i := -1
-	for k := range j.Steps {
-		if !j.Steps[k].Status.Completed() {
-			i = k
-			break
-		}
-	}
+	i := nextToApply(j)
 	if i < 0 {
 		e.finish(ctx, l, j, job.StatusCompleted, log)
 		return nil
@@ -112,16 +238,7 @@ func (e *Engine) applyNext(ctx context.Context, l *lease, j *job.Job, steps []pi
 
 // undoNext undoes, in reverse, the last step that did (or may have done) forward work.
 func (e *Engine) undoNext(ctx context.Context, l *lease, j *job.Job, steps []pipeline.Step, log *slog.Logger) *job.Job {
-	i := -1
-	for k := len(j.Steps) - 1; k >= 0; k-- {
-		switch j.Steps[k].Status {
-		case job.StepDone, job.StepRunning, job.StepWaiting, job.StepFailed, job.StepUndoing:
-			i = k
-		}
-		if i >= 0 {
-			break
-		}
-	}
+	i := nextToUndo(j)
 	if i < 0 {
 		final := job.StatusDeleted
 		if j.CancelRequested {
@@ -131,15 +248,107 @@ func (e *Engine) undoNext(ctx context.Context, l *lease, j *job.Job, steps []pip
 		return nil
 	}
 	if steps[i].Undo == nil {
-		return e.recordUndone(ctx, l, j, i, "nothing to undo", log)
+		return e.recordUndone(ctx, l, j, i, "nothing to undo")
 	}
 	return e.runStep(ctx, l, j, i, steps[i].Undo, true, log)
+}
+
+// nextToApply returns the first step whose forward work is not finished, or -1.
+func nextToApply(j *job.Job) int {
+	for k := range j.Steps {
+		if !j.Steps[k].Status.Completed() {
+			return k
+		}
+	}
+	return -1
+}
+
+// nextToUndo returns the last step that did (or may have done) forward work, or -1.
+func nextToUndo(j *job.Job) int {
+	for k := len(j.Steps) - 1; k >= 0; k-- {
+		switch j.Steps[k].Status {
+		case job.StepDone, job.StepRunning, job.StepWaiting, job.StepFailed, job.StepUndoing:
+			return k
+		}
+	}
+	return -1
+}
+
+// settled returns j with a finished step's result either left in memory, to ride on the next
+// step's in-flight marker, or, when no step follows in this phase, written as a version of its
+// own, so that subscribers see the last step finish before the job ends. Where the store can,
+// that version and the job's end commit in one transaction (finishWithLast); otherwise the end
+// is the next write.
+func (e *Engine) settled(ctx context.Context, l *lease, j *job.Job) *job.Job {
+	more := nextToApply(j) >= 0
+	if j.Phase == job.PhaseTeardown {
+		more = nextToUndo(j) >= 0
+	}
+	if more {
+		return j
+	}
+	if f, ok := e.cfg.Store.(store.Finisher); ok && !j.CancelRequested && !e.isStopping() {
+		// The last result and the job's end go in one transaction, as two writes that
+		// subscribers are told of in turn; the end lands only if no cancel was requested
+		// meanwhile, and otherwise the job goes on from the result, as below.
+		return e.finishWithLast(ctx, l, j, f)
+	}
+	next, err := e.checkpoint(ctx, l, j, job.StatusRunning, nil, time.Time{}, false)
+	if err != nil {
+		return nil
+	}
+	return next
+}
+
+// finishWithLast writes j's last step result and then its end (see settled). It returns the
+// job to go on with when a cancel stopped the end, nil when the worker is done with it.
+func (e *Engine) finishWithLast(ctx context.Context, l *lease, j *job.Job, f store.Finisher) *job.Job {
+	final := job.StatusCompleted
+	if j.Phase == job.PhaseTeardown {
+		final = job.StatusDeleted
+	}
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+	}
+	if l.isLost() {
+		return nil
+	}
+	now, sent := e.cfg.Now(), time.Now()
+	first := &store.CheckpointParams{ID: j.ID, LeaseToken: l.token, Now: now, Steps: j.Steps, Infra: j.Infra,
+		Status: job.StatusRunning, Phase: j.Phase, NextRunAt: now}
+	end := *first
+	end.Status, end.Release = final, true
+	written, ended, err := f.CheckpointThenEnd(ctx, first, &end)
+	if errors.Is(err, store.ErrLeaseLost) {
+		e.cfg.Metrics.leaseLosses.Inc()
+		e.log.Warn("lease lost at checkpoint; another worker owns the job", "job_id", j.ID)
+		l.markLost()
+		return nil
+	}
+	if err != nil {
+		e.log.Error("checkpoint failed", "job_id", j.ID, "error", err)
+		return nil
+	}
+	e.publish(written)
+	if ended == nil {
+		// A cancel was requested while the last step ran: the job goes on to its teardown.
+		if written.LeaseExpiresAt != nil {
+			l.extended(sent, now, *written.LeaseExpiresAt, written.DBNow)
+		}
+		return written
+	}
+	e.publish(ended)
+	e.log.Info("job finished", "job_id", j.ID, "status", string(final))
+	return nil
 }
 
 // runStep marks step i in flight, runs fn, and checkpoints its result.
 func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn func(context.Context, *pipeline.Run) (pipeline.Result, error), undo bool, log *slog.Logger) *job.Job {
 	rec := &j.Steps[i]
 	stepLog := log.With("step", rec.Name, "phase", string(j.Phase))
+	prev := *rec
 	now := e.cfg.Now()
 	if rec.StartedAt == nil || (undo && rec.Status != job.StepUndoing) {
 		rec.StartedAt = &now
@@ -153,18 +362,49 @@ func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn fu
 		rec.Status = job.StepRunning
 	}
 	// The in-flight marker commits before the step runs, so a crash leaves a record that this
-	// step may have acted (teardown then undoes it too).
-	j, err := e.checkpoint(ctx, l, j, job.StatusRunning, nil, time.Time{}, false)
-	if err != nil {
-		stepLog.Warn("could not mark step in flight; letting go", "error", err)
-		return nil
+	// step may have acted (teardown then undoes it too). The same write carries the previous
+	// step's result, which the worker held in memory until now: one write per step, not two.
+	// A poll of a step that is already waiting (or undoing) needs no marker: the committed
+	// record already says the step may have acted, the claim that handed the job over wrote
+	// nothing else since, and its lease is fresh. Such a poll costs one write, its result; only
+	// its attempt count is not on record until then.
+	if !(prev.Status == job.StepWaiting && !undo) && !(prev.Status == job.StepUndoing && undo) {
+		var err error
+		j, err = e.checkpoint(ctx, l, j, job.StatusRunning, nil, time.Time{}, false)
+		if err != nil {
+			stepLog.Warn("could not mark step in flight; letting go", "error", err)
+			return nil
+		}
+		rec = &j.Steps[i]
 	}
-	rec = &j.Steps[i]
+	if l.isLost() {
+		return nil // the deadline passed while the marker was written: do not start the step
+	}
+	if !undo && j.CancelRequested {
+		// A cancel arrived while the previous step ran: this one does not start. Its marker is
+		// taken back here and the next write (teardown's first) records that; until then the
+		// record says it may have acted, which after a crash costs an Undo that finds nothing.
+		j.Steps[i] = prev
+		return j
+	}
+	// The step's span joins the job's trace; cloud calls made with stepCtx nest under it.
+	stepCtx, span := e.tracer.Start(telemetry.JobContext(ctx, j.ID), rec.Name, trace.WithAttributes(
+		attribute.String("groundwork.job.id", j.ID), attribute.String("groundwork.job.family", string(j.Family)),
+		attribute.String("groundwork.job.phase", string(j.Phase)), attribute.Int("groundwork.step.attempt", rec.Attempts),
+		attribute.Bool("groundwork.step.undo", undo)))
+	stepLog = stepLog.With(telemetry.LogAttrs(span)...)
 	run := &pipeline.Run{Job: j, Step: rec.Name, Attempt: rec.Attempts, Logger: stepLog}
 	stepLog.Info("step started", "attempt", rec.Attempts)
 	start := time.Now()
-	res, stepErr := fn(ctx, run)
+	res, stepErr := callStep(stepCtx, fn, run, stepLog)
 	elapsed := time.Since(start)
+	if stepErr != nil {
+		span.RecordError(stepErr)
+		span.SetStatus(codes.Error, stepErr.Error())
+	} else {
+		span.SetAttributes(attribute.String("groundwork.step.outcome", outcomeName(res.Outcome)))
+	}
+	span.End()
 	if l.isLost() {
 		stepLog.Warn("lease lost during step; writing nothing")
 		return nil
@@ -179,6 +419,9 @@ func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn fu
 	}
 	j.Infra = infra
 	rec.Message = res.Message
+	// The step made progress (a wait is a poll that answered): its next transient failure
+	// starts the retry budget and the backoff afresh.
+	rec.Retries = 0
 	switch res.Outcome {
 	case pipeline.OutcomeWait:
 		rec.Status = job.StepWaiting
@@ -188,6 +431,13 @@ func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn fu
 		e.cfg.Metrics.observeStep(j.Family, rec.Name, "wait", elapsed)
 		stepLog.Info("step waiting", "after", res.After, "message", res.Message)
 		e.checkpoint(ctx, l, j, job.StatusQueued, nil, now.Add(res.After), true) //nolint:errcheck // logged inside
+		return nil
+	case pipeline.OutcomeAwaitUser:
+		// Parked without a worker: only a decision through the API queues the job again.
+		rec.Status = job.StepWaiting
+		e.cfg.Metrics.observeStep(j.Family, rec.Name, "await_user", elapsed)
+		stepLog.Info("step awaiting a decision", "message", res.Message)
+		e.checkpoint(ctx, l, j, job.StatusAwaitingUser, nil, now, true) //nolint:errcheck // logged inside
 		return nil
 	case pipeline.OutcomeSkip:
 		rec.Status = job.StepSkipped
@@ -204,23 +454,18 @@ func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn fu
 	rec.Error = ""
 	e.cfg.Metrics.observeStep(j.Family, rec.Name, string(rec.Status), elapsed)
 	stepLog.Info("step finished", "status", string(rec.Status), "duration_ms", elapsed.Milliseconds())
-	next, err := e.checkpoint(ctx, l, j, job.StatusRunning, nil, time.Time{}, false)
-	if err != nil {
-		return nil
-	}
-	return next
+	// Usually not written yet: the next step's marker (or a hand-back) writes it in the same
+	// statement. If the lease is lost first, nothing is written, as a lost lease would have
+	// refused this write too: the next owner runs the step again, which steps survive.
+	return e.settled(ctx, l, j)
 }
 
-func (e *Engine) recordUndone(ctx context.Context, l *lease, j *job.Job, i int, msg string, log *slog.Logger) *job.Job {
+func (e *Engine) recordUndone(ctx context.Context, l *lease, j *job.Job, i int, msg string) *job.Job {
 	now := e.cfg.Now()
 	j.Steps[i].Status = job.StepUndone
 	j.Steps[i].Message = msg
 	j.Steps[i].FinishedAt = &now
-	next, err := e.checkpoint(ctx, l, j, job.StatusRunning, nil, time.Time{}, false)
-	if err != nil {
-		return nil
-	}
-	return next
+	return e.settled(ctx, l, j)
 }
 
 // stepFailed applies the error's class: transient is retried with backoff until MaxAttempts,
@@ -237,8 +482,11 @@ func (e *Engine) stepFailed(ctx context.Context, l *lease, j *job.Job, i int, st
 	e.cfg.Metrics.observeStep(j.Family, rec.Name, "error", elapsed)
 	rec.Error = stepErr.Error()
 	now := e.cfg.Now()
-	if fe.Class == job.ClassTransient && rec.Attempts < e.cfg.MaxAttempts {
-		d := e.backoff(rec.Attempts)
+	// The budget counts transient failures in a row, not executions: polls of a resource that
+	// is still coming up (waits) are not failures and do not use it up.
+	rec.Retries++
+	if fe.Class == job.ClassTransient && rec.Retries < e.cfg.MaxAttempts {
+		d := e.backoff(rec.Retries)
 		log.Warn("step failed, will retry", "class", string(fe.Class), "error", stepErr, "retry_in", d)
 		if undo {
 			rec.Status = job.StepUndoing
@@ -297,11 +545,15 @@ func (e *Engine) checkpoint(ctx context.Context, l *lease, j *job.Job, status jo
 	if l.isLost() {
 		return nil, store.ErrLeaseLost
 	}
+	now, sent := e.cfg.Now(), time.Now()
 	if next.IsZero() {
-		next = e.cfg.Now()
+		next = now
+	}
+	if release && l.free != nil {
+		l.free() // this write lets go of the job: no step of it runs here again
 	}
 	out, err := e.cfg.Store.Checkpoint(ctx, &store.CheckpointParams{
-		ID: j.ID, LeaseToken: l.token, Now: e.cfg.Now(), Steps: j.Steps, Infra: j.Infra,
+		ID: j.ID, LeaseToken: l.token, Now: now, Steps: j.Steps, Infra: j.Infra,
 		Status: status, Phase: j.Phase, Failure: f, NextRunAt: next, Release: release,
 	})
 	if errors.Is(err, store.ErrLeaseLost) {
@@ -314,20 +566,82 @@ func (e *Engine) checkpoint(ctx context.Context, l *lease, j *job.Job, status jo
 		e.log.Error("checkpoint failed", "job_id", j.ID, "error", err)
 		return nil, err
 	}
-	if out.LeaseExpiresAt != nil {
-		l.extendTo(*out.LeaseExpiresAt)
+	if out.LeaseExpiresAt != nil && !release {
+		l.extended(sent, now, *out.LeaseExpiresAt, out.DBNow)
 	}
-	if e.cfg.Events != nil {
-		// Subscribers get their own copy: this worker goes on changing out's steps.
-		e.cfg.Events.Publish(cloneJob(out))
+	if release && status == job.StatusQueued && next.After(now) {
+		e.due.add(next)
 	}
+	e.publish(out)
 	return out, nil
 }
 
-// heartbeat renews the lease at a third of its TTL. If renewal keeps failing until the lease
-// would expire, the worker stops: past that point another replica may own the job.
+// publish tells the subscribers of a committed change. A subscriber that panics loses that
+// event; the job, already committed, goes on.
+func (e *Engine) publish(j *job.Job) {
+	if e.cfg.Events == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("event subscriber panicked", "job_id", j.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	// Subscribers get their own copy: this worker goes on changing j's steps.
+	e.cfg.Events.Publish(cloneJob(j))
+}
+
+// errStepPanicked is what a panicking step becomes. Its text is what users see; the panic
+// value and the stack go to the log only, since they may hold anything the step had in hand.
+var errStepPanicked = fault.System(errors.New("the step failed on an internal error; the server log has the details under this job's id")).(*fault.Error).WithCode("InternalError")
+
+// callStep runs one step, turning a panic into a system failure of that step.
+func callStep(ctx context.Context, fn func(context.Context, *pipeline.Run) (pipeline.Result, error), run *pipeline.Run, log *slog.Logger) (res pipeline.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("step panicked", "attempt", run.Attempt, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res, err = pipeline.Result{}, errStepPanicked
+		}
+	}()
+	return fn(ctx, run)
+}
+
+// jobPanicked fails j as system after a panic outside a step (in the pipeline's set-up, the
+// engine's own bookkeeping): the step in flight, if any, is marked failed. If the lease is
+// gone, it writes nothing; another worker takes the job up.
+func (e *Engine) jobPanicked(l *lease, j *job.Job, r any, log *slog.Logger) {
+	log.Error("panic while working on the job; failing it", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	defer func() {
+		if r2 := recover(); r2 != nil {
+			log.Error("panic while failing the job after a panic; letting go", "panic", fmt.Sprint(r2), "stack", string(debug.Stack()))
+		}
+	}()
+	if l.isLost() || j == nil {
+		return
+	}
+	i := -1
+	for k := range j.Steps {
+		if st := j.Steps[k].Status; st == job.StepRunning || st == job.StepUndoing {
+			i = k
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.fail(ctx, l, j, i, &job.Failure{Class: job.ClassSystem, Code: "InternalError",
+		Message: "work on the job stopped on an internal error; the server log has the details under this job's id"}, log)
+}
+
+// heartbeat renews the lease every third of its TTL. It does not decide when the lease is
+// lost: the lease's own deadline does, so a renewal that hangs cannot keep the step going.
 func (e *Engine) heartbeat(ctx context.Context, l *lease, log *slog.Logger, done chan<- struct{}) {
 	defer close(done)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("lease renewal panicked; treating the lease as lost", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			l.markLost()
+		}
+	}()
 	every := l.ttl / 3
 	if every <= 0 {
 		every = time.Second
@@ -340,10 +654,11 @@ func (e *Engine) heartbeat(ctx context.Context, l *lease, log *slog.Logger, done
 			return
 		case <-t.C:
 		}
-		exp, err := e.cfg.Store.RenewLease(ctx, &store.RenewLeaseParams{ID: l.id, LeaseToken: l.token, Now: e.cfg.Now()})
+		now, sent := e.cfg.Now(), time.Now()
+		exp, err := e.cfg.Store.RenewLease(ctx, &store.RenewLeaseParams{ID: l.id, LeaseToken: l.token, Now: now})
 		switch {
 		case err == nil:
-			l.extendTo(exp)
+			l.extended(sent, now, exp, time.Time{})
 		case errors.Is(err, store.ErrLeaseLost):
 			e.cfg.Metrics.leaseLosses.Inc()
 			log.Warn("lease lost at heartbeat; interrupting the step")
@@ -352,14 +667,7 @@ func (e *Engine) heartbeat(ctx context.Context, l *lease, log *slog.Logger, done
 		case ctx.Err() != nil:
 			return
 		default:
-			l.mu.Lock()
-			expired := !e.cfg.Now().Before(l.expires)
-			l.mu.Unlock()
-			log.Warn("lease renewal failed", "error", err, "expired", expired)
-			if expired {
-				l.markLost()
-				return
-			}
+			log.Warn("lease renewal failed", "error", err, "lost_in", l.remaining())
 		}
 	}
 }
@@ -376,4 +684,18 @@ func cloneJob(j *job.Job) *job.Job {
 		c.Failure = &f
 	}
 	return &c
+}
+
+func outcomeName(o pipeline.Outcome) string {
+	switch o {
+	case pipeline.OutcomeDone:
+		return "done"
+	case pipeline.OutcomeWait:
+		return "wait"
+	case pipeline.OutcomeSkip:
+		return "skip"
+	case pipeline.OutcomeAwaitUser:
+		return "await_user"
+	}
+	return "unknown"
 }

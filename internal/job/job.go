@@ -110,6 +110,11 @@ type StepRecord struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	Message    string     `json:"message,omitempty"`
 	Error      string     `json:"error,omitempty"`
+
+	// Retries counts the step's transient failures in a row since it last made progress (a
+	// wait or a finish). The retry budget and the backoff count these, not Attempts, so a step
+	// that polls a slow resource many times keeps its whole budget.
+	Retries int `json:"retries,omitempty"`
 }
 
 // FailureClass buckets a failure so that a caller knows who must act.
@@ -163,6 +168,12 @@ type Job struct {
 	Version         int64             `json:"version"`
 	CreatedAt       time.Time         `json:"createdAt"`
 	UpdatedAt       time.Time         `json:"updatedAt"`
+
+	// DBNow is the database's clock at the moment the store granted or extended this copy's
+	// lease (claims and checkpoints that keep the lease set it; zero otherwise). LeaseExpiresAt
+	// is written in the caller's clock; DBNow is what tells a worker how long its lease really
+	// has by the clock every claimer compares against.
+	DBNow time.Time `json:"-"`
 }
 
 // StepIndex returns the index of the named step, or -1.

@@ -24,6 +24,9 @@ const (
 	OutcomeWait
 	// OutcomeSkip: nothing to do here (e.g. no DNS zone for a record); counts as completed.
 	OutcomeSkip
+	// OutcomeAwaitUser: the step needs a person's decision (an approval gate). The job parks in
+	// awaiting_user with its lease released and is not claimed again until the API queues it.
+	OutcomeAwaitUser
 )
 
 // Result is what a successful Do or Undo returns. Failures are returned as errors classified
@@ -44,6 +47,11 @@ func Done(infra map[string]any) Result { return Result{Outcome: OutcomeDone, Inf
 // record before the worker lets go.
 func Wait(d time.Duration, message string, infra map[string]any) Result {
 	return Result{Outcome: OutcomeWait, After: d, Message: message, Infra: infra}
+}
+
+// AwaitUser parks the job until a person decides; infra is merged now.
+func AwaitUser(message string, infra map[string]any) Result {
+	return Result{Outcome: OutcomeAwaitUser, Message: message, Infra: infra}
 }
 
 // Skip finishes the step without work, saying why.

@@ -15,6 +15,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
 
 // Client calls one remote provisioner.
@@ -30,6 +31,9 @@ type ClientOptions struct {
 	Timeout time.Duration
 	// HTTPClient replaces the default client (its Timeout is then left alone).
 	HTTPClient *http.Client
+	// Outbound is the address policy the default client dials through (nil: only the
+	// always-refused ranges, such as the cloud metadata service, are refused).
+	Outbound *netguard.Policy
 }
 
 // NewClient returns a client for the provisioner at baseURL (the URL it was registered with;
@@ -48,7 +52,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 		if t <= 0 {
 			t = 30 * time.Second
 		}
-		hc = &http.Client{Timeout: t}
+		hc = opts.Outbound.HTTPClient(t)
 	}
 	return &Client{base: u, hc: hc}, nil
 }
@@ -220,14 +224,27 @@ func IsUnknownOperation(err error) bool {
 	return errors.As(err, &he) && he.Status == http.StatusNotFound
 }
 
+// problemOf keeps a short, printable reason from an error answer. A body that is not a
+// problem document is not echoed at all: the URL is the user's, and echoing whatever answers
+// there would turn the server into a reader of the networks it can reach.
 func problemOf(data []byte) Problem {
 	var p Problem
 	if json.Unmarshal(data, &p) != nil || (p.Title == "" && p.Detail == "") {
-		s := strings.TrimSpace(string(data))
-		if len(s) > 200 {
-			s = s[:200]
-		}
-		return Problem{Title: s}
+		return Problem{Title: fmt.Sprintf("an answer that is not a problem document (%d bytes)", len(data))}
 	}
-	return p
+	return Problem{Type: sanitize(p.Type), Title: sanitize(p.Title), Status: p.Status, Detail: sanitize(p.Detail)}
+}
+
+// sanitize keeps at most 120 printable characters.
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.TrimSpace(s))
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:120]) + "…"
+	}
+	return s
 }

@@ -2,8 +2,6 @@ package protocol
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,12 +10,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
 
 // Provisioner is a registered provisioner: who holds which pairs.
 type Provisioner struct {
-	ID        string         `json:"id"`
+	ID string `json:"id"`
+	// OrgID is the organisation the registration belongs to; empty for the built-in one,
+	// which serves every organisation.
+	OrgID     string         `json:"orgID,omitempty"`
 	Name      string         `json:"name"`
 	URL       string         `json:"url,omitempty"` // empty for the built-in provisioner
 	Pairs     []catalog.Pair `json:"pairs"`
@@ -65,18 +69,20 @@ func (e *UnreachableError) Error() string {
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// ProvisionerStore persists registrations. InsertProvisioner must refuse, atomically, a
-// provisioner claiming a pair another one holds, returning *PairConflictError: the registry
-// checks first for a good message, but two replicas may register at once, and only the store
-// can settle that (a unique index on (kind, type)).
+// ProvisionerStore persists registrations, each in its organisation (p.OrgID). InsertProvisioner
+// must refuse, atomically, a provisioner claiming a pair another one of the same organisation
+// holds, returning *PairConflictError: the registry checks first for a good message, but two
+// replicas may register at once, and only the store can settle that (a unique index on
+// (org, kind, type)). Every read and delete names the organisation: another one's registration
+// is not found.
 type ProvisionerStore interface {
 	InsertProvisioner(ctx context.Context, p Provisioner) error
-	ListProvisioners(ctx context.Context) ([]Provisioner, error)
+	ListProvisioners(ctx context.Context, orgID string) ([]Provisioner, error)
 	// GetProvisioner and DeleteProvisioner return ErrProvisionerNotFound for an unknown id.
-	GetProvisioner(ctx context.Context, id string) (Provisioner, error)
-	DeleteProvisioner(ctx context.Context, id string) error
-	// ProvisionerForPair returns the holder of pair, or ErrProvisionerNotFound.
-	ProvisionerForPair(ctx context.Context, pair catalog.Pair) (Provisioner, error)
+	GetProvisioner(ctx context.Context, orgID, id string) (Provisioner, error)
+	DeleteProvisioner(ctx context.Context, orgID, id string) error
+	// ProvisionerForPair returns the holder of pair in orgID, or ErrProvisionerNotFound.
+	ProvisionerForPair(ctx context.Context, orgID string, pair catalog.Pair) (Provisioner, error)
 }
 
 // HealthChecker checks that a remote provisioner answers before it is registered.
@@ -91,9 +97,13 @@ type RegistryOptions struct {
 	BuiltIn Provisioner
 	// Catalog, when set, refuses registrations for pairs it does not hold.
 	Catalog *catalog.Catalog
-	// Health checks the remote (default: GET /healthz through a Client with a 10s timeout).
+	// Health checks the remote (default: GET /healthz through a Client with a 10s timeout,
+	// dialling through Outbound).
 	Health HealthChecker
-	Now    func() time.Time
+	// Outbound is the address policy a registration's URL must pass (nil: only the
+	// always-refused ranges).
+	Outbound *netguard.Policy
+	Now      func() time.Time
 }
 
 // Registry decides which provisioner holds each pair: each pair has exactly one.
@@ -116,7 +126,7 @@ func NewRegistry(store ProvisionerStore, opts RegistryOptions) *Registry {
 	}
 	b.Pairs = slices.Clone(b.Pairs)
 	if opts.Health == nil {
-		opts.Health = HTTPHealthChecker{Timeout: 10 * time.Second}
+		opts.Health = HTTPHealthChecker{Timeout: 10 * time.Second, Outbound: opts.Outbound}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -134,8 +144,8 @@ type RegisterInput struct {
 // Register records a remote provisioner. It refuses invalid input (*InvalidRegistrationError),
 // a pair already held (*PairConflictError, naming the pair and its holder) and a remote that
 // does not answer (*UnreachableError).
-func (r *Registry) Register(ctx context.Context, in RegisterInput) (Provisioner, error) {
-	return r.RegisterWithin(ctx, in, func(_ Provisioner, insert func(ProvisionerStore) error) error {
+func (r *Registry) Register(ctx context.Context, orgID string, in RegisterInput) (Provisioner, error) {
+	return r.RegisterWithin(ctx, orgID, in, func(_ Provisioner, insert func(ProvisionerStore) error) error {
 		return insert(r.store)
 	})
 }
@@ -143,12 +153,12 @@ func (r *Registry) Register(ctx context.Context, in RegisterInput) (Provisioner,
 // RegisterWithin is Register with the final store write handed to within, which runs insert on
 // the store of its choice: the API runs it in the transaction that also writes the audit entry.
 // Every check, including the call to the remote, happens before, outside any transaction.
-func (r *Registry) RegisterWithin(ctx context.Context, in RegisterInput, within func(p Provisioner, insert func(ProvisionerStore) error) error) (Provisioner, error) {
+func (r *Registry) RegisterWithin(ctx context.Context, orgID string, in RegisterInput, within func(p Provisioner, insert func(ProvisionerStore) error) error) (Provisioner, error) {
 	if err := r.check(in); err != nil {
 		return Provisioner{}, err
 	}
 	for _, p := range in.Pairs {
-		if h, err := r.Lookup(ctx, p); err == nil {
+		if h, err := r.Lookup(ctx, orgID, p); err == nil {
 			return Provisioner{}, &PairConflictError{Pair: p, HolderID: h.ID, HolderName: h.Name}
 		} else if !errors.Is(err, ErrProvisionerNotFound) {
 			return Provisioner{}, err
@@ -158,7 +168,7 @@ func (r *Registry) RegisterWithin(ctx context.Context, in RegisterInput, within 
 		return Provisioner{}, &UnreachableError{URL: in.URL, Err: err}
 	}
 	p := Provisioner{
-		ID: newID("prv_"), Name: in.Name, URL: strings.TrimRight(in.URL, "/"),
+		ID: newID("prv_"), OrgID: orgID, Name: in.Name, URL: strings.TrimRight(in.URL, "/"),
 		Pairs: slices.Clone(in.Pairs), CreatedAt: r.opts.Now().UTC(),
 	}
 	err := within(p, func(st ProvisionerStore) error { return st.InsertProvisioner(ctx, p) })
@@ -202,33 +212,33 @@ func (r *Registry) check(in RegisterInput) error {
 	return nil
 }
 
-// Lookup returns the provisioner holding pair, or ErrProvisionerNotFound.
-func (r *Registry) Lookup(ctx context.Context, pair catalog.Pair) (Provisioner, error) {
+// Lookup returns the provisioner holding pair for orgID, or ErrProvisionerNotFound.
+func (r *Registry) Lookup(ctx context.Context, orgID string, pair catalog.Pair) (Provisioner, error) {
 	if r.builtin.Holds(pair) {
 		return r.builtin, nil
 	}
-	p, err := r.store.ProvisionerForPair(ctx, pair)
+	p, err := r.store.ProvisionerForPair(ctx, orgID, pair)
 	if err != nil {
 		return Provisioner{}, fmt.Errorf("holder of %s: %w", pair, err)
 	}
 	return p, nil
 }
 
-// List returns the built-in provisioner first, then the registered ones.
-func (r *Registry) List(ctx context.Context) ([]Provisioner, error) {
-	ps, err := r.store.ListProvisioners(ctx)
+// List returns the built-in provisioner first, then orgID's registered ones.
+func (r *Registry) List(ctx context.Context, orgID string) ([]Provisioner, error) {
+	ps, err := r.store.ListProvisioners(ctx, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("list provisioners: %w", err)
 	}
 	return append([]Provisioner{r.builtin}, ps...), nil
 }
 
-// Get returns one provisioner.
-func (r *Registry) Get(ctx context.Context, id string) (Provisioner, error) {
+// Get returns one provisioner of orgID (or the built-in one).
+func (r *Registry) Get(ctx context.Context, orgID, id string) (Provisioner, error) {
 	if id == r.builtin.ID {
 		return r.builtin, nil
 	}
-	p, err := r.store.GetProvisioner(ctx, id)
+	p, err := r.store.GetProvisioner(ctx, orgID, id)
 	if err != nil {
 		return Provisioner{}, fmt.Errorf("provisioner %q: %w", id, err)
 	}
@@ -238,17 +248,17 @@ func (r *Registry) Get(ctx context.Context, id string) (Provisioner, error) {
 // ErrBuiltIn refuses removing the built-in provisioner (HTTP 409).
 var ErrBuiltIn = errors.New("the built-in provisioner cannot be removed")
 
-// Remove deletes a registration; its pairs become free.
-func (r *Registry) Remove(ctx context.Context, id string) error {
-	return r.RemoveWithin(ctx, id, func(del func(ProvisionerStore) error) error { return del(r.store) })
+// Remove deletes a registration of orgID; its pairs become free in that organisation.
+func (r *Registry) Remove(ctx context.Context, orgID, id string) error {
+	return r.RemoveWithin(ctx, orgID, id, func(del func(ProvisionerStore) error) error { return del(r.store) })
 }
 
 // RemoveWithin is Remove with the store write handed to within (see RegisterWithin).
-func (r *Registry) RemoveWithin(ctx context.Context, id string, within func(del func(ProvisionerStore) error) error) error {
+func (r *Registry) RemoveWithin(ctx context.Context, orgID, id string, within func(del func(ProvisionerStore) error) error) error {
 	if id == r.builtin.ID {
 		return ErrBuiltIn
 	}
-	if err := within(func(st ProvisionerStore) error { return st.DeleteProvisioner(ctx, id) }); err != nil {
+	if err := within(func(st ProvisionerStore) error { return st.DeleteProvisioner(ctx, orgID, id) }); err != nil {
 		return fmt.Errorf("remove provisioner %q: %w", id, err)
 	}
 	return nil
@@ -256,10 +266,13 @@ func (r *Registry) RemoveWithin(ctx context.Context, id string, within func(del 
 
 // HTTPHealthChecker checks a remote with GET /healthz: it must answer status ok and, when it
 // lists pairs, list every pair being registered.
-type HTTPHealthChecker struct{ Timeout time.Duration }
+type HTTPHealthChecker struct {
+	Timeout  time.Duration
+	Outbound *netguard.Policy
+}
 
 func (h HTTPHealthChecker) Check(ctx context.Context, baseURL string, pairs []catalog.Pair) error {
-	c, err := NewClient(baseURL, ClientOptions{Timeout: h.Timeout})
+	c, err := NewClient(baseURL, ClientOptions{Timeout: h.Timeout, Outbound: h.Outbound})
 	if err != nil {
 		return err
 	}
@@ -278,11 +291,8 @@ func (h HTTPHealthChecker) Check(ctx context.Context, baseURL string, pairs []ca
 	return nil
 }
 
-func newID(prefix string) string {
-	b := make([]byte, 10)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
-	return prefix + hex.EncodeToString(b)
-}
+// newID spells ids as every other Groundwork id: a prefix and a ULID.
+func newID(prefix string) string { return prefix + ulid.Make().String() }
 
 // MemoryStore is an in-memory ProvisionerStore for tests and single-process tools.
 type MemoryStore struct {
@@ -304,6 +314,9 @@ func (m *MemoryStore) InsertProvisioner(_ context.Context, p Provisioner) error 
 	}
 	for _, id := range m.order {
 		h := m.byID[id]
+		if h.OrgID != p.OrgID {
+			continue
+		}
 		for _, pair := range p.Pairs {
 			if h.Holds(pair) {
 				return &PairConflictError{Pair: pair, HolderID: h.ID, HolderName: h.Name}
@@ -316,30 +329,32 @@ func (m *MemoryStore) InsertProvisioner(_ context.Context, p Provisioner) error 
 	return nil
 }
 
-func (m *MemoryStore) ListProvisioners(context.Context) ([]Provisioner, error) {
+func (m *MemoryStore) ListProvisioners(_ context.Context, orgID string) ([]Provisioner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Provisioner, 0, len(m.order))
 	for _, id := range m.order {
-		out = append(out, m.byID[id])
+		if m.byID[id].OrgID == orgID {
+			out = append(out, m.byID[id])
+		}
 	}
 	return out, nil
 }
 
-func (m *MemoryStore) GetProvisioner(_ context.Context, id string) (Provisioner, error) {
+func (m *MemoryStore) GetProvisioner(_ context.Context, orgID, id string) (Provisioner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, ok := m.byID[id]
-	if !ok {
+	if !ok || p.OrgID != orgID {
 		return Provisioner{}, ErrProvisionerNotFound
 	}
 	return p, nil
 }
 
-func (m *MemoryStore) DeleteProvisioner(_ context.Context, id string) error {
+func (m *MemoryStore) DeleteProvisioner(_ context.Context, orgID, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.byID[id]; !ok {
+	if p, ok := m.byID[id]; !ok || p.OrgID != orgID {
 		return ErrProvisionerNotFound
 	}
 	delete(m.byID, id)
@@ -347,11 +362,11 @@ func (m *MemoryStore) DeleteProvisioner(_ context.Context, id string) error {
 	return nil
 }
 
-func (m *MemoryStore) ProvisionerForPair(_ context.Context, pair catalog.Pair) (Provisioner, error) {
+func (m *MemoryStore) ProvisionerForPair(_ context.Context, orgID string, pair catalog.Pair) (Provisioner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, id := range m.order {
-		if p := m.byID[id]; p.Holds(pair) {
+		if p := m.byID[id]; p.OrgID == orgID && p.Holds(pair) {
 			return p, nil
 		}
 	}

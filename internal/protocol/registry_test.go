@@ -11,6 +11,8 @@ import (
 	"github.com/groundworkhq/groundwork/internal/protocol/protocoltest"
 )
 
+const testOrg = "org_test"
+
 func newRegistry(t *testing.T) *protocol.Registry {
 	t.Helper()
 	cat, err := catalog.Builtin()
@@ -41,7 +43,7 @@ func TestRegistryRefusesHeldPairs(t *testing.T) {
 	r := newRegistry(t)
 	url := remote(t, catalog.PairBucket, catalog.PairPostgres)
 
-	first, err := r.Register(ctx, protocol.RegisterInput{Name: "buckets", URL: url, Pairs: []catalog.Pair{catalog.PairBucket}})
+	first, err := r.Register(ctx, testOrg, protocol.RegisterInput{Name: "buckets", URL: url, Pairs: []catalog.Pair{catalog.PairBucket}})
 	if err != nil {
 		t.Fatalf("Register: %v", err)
 	}
@@ -56,7 +58,7 @@ func TestRegistryRefusesHeldPairs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := r.Register(ctx, protocol.RegisterInput{Name: "rival", URL: url, Pairs: []catalog.Pair{tc.pair}})
+			_, err := r.Register(ctx, testOrg, protocol.RegisterInput{Name: "rival", URL: url, Pairs: []catalog.Pair{tc.pair}})
 			var ce *protocol.PairConflictError
 			if !errors.As(err, &ce) || ce.Pair != tc.pair || ce.HolderName != tc.holderName || ce.HolderID != tc.holderID {
 				t.Fatalf("err = %v, want a conflict naming %s and holder %s (%s)", err, tc.pair, tc.holderName, tc.holderID)
@@ -70,34 +72,34 @@ func TestRegistryLifecycle(t *testing.T) {
 	ctx := context.Background()
 	r := newRegistry(t)
 	url := remote(t, catalog.PairBucket)
-	if h, err := r.Lookup(ctx, catalog.PairKubernetes); err != nil || !h.BuiltIn {
+	if h, err := r.Lookup(ctx, testOrg, catalog.PairKubernetes); err != nil || !h.BuiltIn {
 		t.Fatalf("built-in pair: %+v, %v", h, err)
 	}
-	if _, err := r.Lookup(ctx, catalog.PairBucket); !errors.Is(err, protocol.ErrProvisionerNotFound) {
+	if _, err := r.Lookup(ctx, testOrg, catalog.PairBucket); !errors.Is(err, protocol.ErrProvisionerNotFound) {
 		t.Fatalf("unheld pair: err = %v", err)
 	}
-	p, err := r.Register(ctx, protocol.RegisterInput{Name: "buckets", URL: url + "/", Pairs: []catalog.Pair{catalog.PairBucket}})
+	p, err := r.Register(ctx, testOrg, protocol.RegisterInput{Name: "buckets", URL: url + "/", Pairs: []catalog.Pair{catalog.PairBucket}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err := r.Lookup(ctx, catalog.PairBucket); err != nil || h.ID != p.ID || h.URL != url {
+	if h, err := r.Lookup(ctx, testOrg, catalog.PairBucket); err != nil || h.ID != p.ID || h.URL != url {
 		t.Fatalf("Lookup = %+v, %v; want %s at %s", h, err, p.ID, url)
 	}
-	list, err := r.List(ctx)
+	list, err := r.List(ctx, testOrg)
 	if err != nil || len(list) != 2 || !list[0].BuiltIn || list[1].ID != p.ID {
 		t.Fatalf("List = %+v, %v", list, err)
 	}
-	if err := r.Remove(ctx, "builtin"); !errors.Is(err, protocol.ErrBuiltIn) {
+	if err := r.Remove(ctx, testOrg, "builtin"); !errors.Is(err, protocol.ErrBuiltIn) {
 		t.Fatalf("removing the built-in: %v", err)
 	}
-	if err := r.Remove(ctx, p.ID); err != nil {
+	if err := r.Remove(ctx, testOrg, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Get(ctx, p.ID); !errors.Is(err, protocol.ErrProvisionerNotFound) {
+	if _, err := r.Get(ctx, testOrg, p.ID); !errors.Is(err, protocol.ErrProvisionerNotFound) {
 		t.Fatalf("Get after Remove: %v", err)
 	}
 	// The pair is free again.
-	if _, err := r.Register(ctx, protocol.RegisterInput{Name: "buckets-2", URL: url, Pairs: []catalog.Pair{catalog.PairBucket}}); err != nil {
+	if _, err := r.Register(ctx, testOrg, protocol.RegisterInput{Name: "buckets-2", URL: url, Pairs: []catalog.Pair{catalog.PairBucket}}); err != nil {
 		t.Fatalf("re-register: %v", err)
 	}
 }
@@ -127,7 +129,7 @@ func TestRegistryRefusesBadRegistrations(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := r.Register(ctx, tc.in)
+			_, err := r.Register(ctx, testOrg, tc.in)
 			if tc.unreachable {
 				var ue *protocol.UnreachableError
 				if !errors.As(err, &ue) {
@@ -148,7 +150,7 @@ func TestRegistryRemoteMustServeThePair(t *testing.T) {
 	r := newRegistry(t)
 	// The remote answers /healthz but lists only another pair.
 	url := remote(t, catalog.Pair{Kind: catalog.CategoryTool, Type: "other"})
-	_, err := r.Register(context.Background(), protocol.RegisterInput{Name: "x", URL: url, Pairs: []catalog.Pair{catalog.PairBucket}})
+	_, err := r.Register(context.Background(), testOrg, protocol.RegisterInput{Name: "x", URL: url, Pairs: []catalog.Pair{catalog.PairBucket}})
 	var ue *protocol.UnreachableError
 	if !errors.As(err, &ue) {
 		t.Fatalf("err = %v, want the registration refused", err)

@@ -1,4 +1,4 @@
-// Package protocol is the provisioner protocol (reference/004_*): the request and answer shapes,
+// Package protocol is the provisioner protocol: the request and answer shapes,
 // the HTTP server Groundwork mounts under /provisioner/, the HTTP client it uses to drive remote
 // provisioners, and the registry that says which provisioner holds each (category, type) pair.
 //

@@ -18,6 +18,8 @@ const (
 	Update = "update"
 	Delete = "delete"
 	Reveal = "reveal"
+	// Approve decides a remediation workflow's approval gate.
+	Approve = "approve"
 	// Write is shorthand for create, update and delete; it expands when a role is read.
 	Write = "write"
 )
@@ -30,18 +32,24 @@ type Resource struct {
 	Actions []string `json:"actions"`
 	// AdminOnly resources are left out of the Editor and Viewer system roles: they govern who
 	// may do what (users, teams, roles, tokens) or read the record of it (the audit log).
-	AdminOnly   bool   `json:"adminOnly"`
-	Description string `json:"description"`
+	AdminOnly bool `json:"adminOnly"`
+	// AdminActions are the actions on an otherwise shared resource that only the Admin role
+	// holds: registering or removing a provisioner decides where every job of a pair sends
+	// its settings, so it is a decision about the organisation, not one object.
+	AdminActions []string `json:"adminActions,omitempty"`
+	Description  string   `json:"description"`
 }
 
 // Resources lists every resource of the policy vocabulary, in a stable order.
 var Resources = []Resource{
 	{Name: "space", Actions: crud, Description: "Deployment spaces (cloud account + region, or a registered cluster)"},
 	{Name: "provisioning", Actions: crud, Description: "Provisioning jobs: run, monitor, modify, tear down"},
+	{Name: "remediation", Actions: []string{View, Create, Update, Delete, Approve}, AdminActions: []string{Approve},
+		Description: "Remediation workflows: start, monitor, cancel; approve or reject their gates (Admins by default)"},
 	{Name: "service", Actions: crud, Description: "In-cluster Helm components attached to a space"},
 	{Name: "deployment", Actions: crud, Description: "Application deployments"},
 	{Name: "cloud-account", Actions: crud, Description: "Cloud accounts (credentials by reference)"},
-	{Name: "provisioner", Actions: crud, Description: "Remote provisioners and their (category, type) pairs"},
+	{Name: "provisioner", Actions: crud, AdminActions: []string{Create, Update, Delete}, Description: "Remote provisioners and their (category, type) pairs"},
 	{Name: "catalog", Actions: crud, Description: "The catalog of types and Helm components"},
 	{Name: "secret", Actions: []string{View, Create, Update, Delete, Reveal}, Description: "Secret references; reveal reads a value"},
 	{Name: "audit-log", Actions: []string{View}, AdminOnly: true, Description: "The audit log"},
@@ -143,7 +151,7 @@ const (
 )
 
 // SystemRoles returns Admin (every policy), Editor (view and write on every resource that is
-// not admin-only) and Viewer (view on those).
+// not admin-only, except the resource's admin actions) and Viewer (view on those).
 func SystemRoles() []Role {
 	var admin, editor, viewer []string
 	for _, r := range Resources {
@@ -156,7 +164,7 @@ func SystemRoles() []Role {
 			if a == View {
 				viewer = append(viewer, p)
 			}
-			if a != Reveal {
+			if a != Reveal && !has(r.AdminActions, a) {
 				editor = append(editor, p)
 			}
 		}

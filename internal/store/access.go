@@ -54,6 +54,8 @@ type Token struct {
 type AccessStore interface {
 	CreateOrg(ctx context.Context, o *Org) error
 	GetOrg(ctx context.Context, id string) (*Org, error)
+	// ListOrgs lists every org, oldest first (an operator's view, above any one org).
+	ListOrgs(ctx context.Context) ([]*Org, error)
 
 	CreateUser(ctx context.Context, u *User) error
 	GetUser(ctx context.Context, orgID, email string) (*User, error)

@@ -62,6 +62,20 @@ type Store interface {
 	Close() error
 }
 
+// Pruner removes jobs that are over from the ledger. A job is over when it was cancelled or
+// torn down (deleted): a completed job stands for infrastructure that exists and can still be
+// torn down, and a failed one can be retried, so neither is ever pruned, whatever its age.
+type Pruner interface {
+	PruneJobs(ctx context.Context, p *PruneJobsParams) (int, error)
+}
+
+type PruneJobsParams struct {
+	// Before: jobs whose last change is older than this go.
+	Before time.Time
+	// Limit bounds one call, so that a large backlog is removed in short transactions.
+	Limit int
+}
+
 type CreateJobParams struct {
 	Job *job.Job // ID, OrgID, SpaceID, Kind, Family, Provider, Mode, Config, Steps, Status, Phase, LeaseTTL, NextRunAt
 	Now time.Time
@@ -124,6 +138,15 @@ type CheckpointParams struct {
 	NextRunAt time.Time
 	// Release gives the lease up (the job is waiting, handed back, or finished).
 	Release bool
+}
+
+// Finisher writes a job's last step result and its end together: two checkpoints of one job,
+// committed in one transaction, the second (the end) only if no cancel was requested
+// meanwhile. Subscribers can be told of both versions, at the cost of one commit.
+type Finisher interface {
+	// CheckpointThenEnd writes first, then end. end is nil, with no error, when a cancel was
+	// requested (the job goes on, with first's result); ErrLeaseLost when first was refused.
+	CheckpointThenEnd(ctx context.Context, first, end *CheckpointParams) (written, ended *job.Job, err error)
 }
 
 type RenewLeaseParams struct {

@@ -36,7 +36,7 @@ const (
 	envMarkers = "GW_AWS_MARKER_DIR" // one file per crash already done
 )
 
-const childToken = "gw_test_aws_crash"
+const childToken = "gw_test_aws_crash_0123456789abcdef"
 
 // serve is the child: a real server whose AWS steps SIGKILL the process once per listed step,
 // after the step's cloud calls and before the engine checkpoints them.
@@ -48,28 +48,30 @@ func serve() int {
 	markers := os.Getenv(envMarkers)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	afterDo := func(_ context.Context, j *job.Job, step string) {
+		if !crashAt[step] {
+			return
+		}
+		marker := filepath.Join(markers, j.ID+"."+step)
+		f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			return // crashed here before: let the re-run through
+		}
+		_ = f.Sync()
+		_ = f.Close()
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way; never return to the checkpoint
+	}
 	err := app.Run(ctx, app.Options{
 		Addr: os.Getenv(envAddr), DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,
 		PollInterval: 100 * time.Millisecond, ShutdownGrace: time.Second,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		AWS: app.AWSOptions{
 			Poll: 100 * time.Millisecond, LeaseTTL: time.Second,
-			Probe: func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
-			AfterDo: func(_ context.Context, j *job.Job, step string) {
-				if !crashAt[step] {
-					return
-				}
-				marker := filepath.Join(markers, j.ID+"."+step)
-				f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-				if err != nil {
-					return // crashed here before: let the re-run through
-				}
-				_ = f.Sync()
-				_ = f.Close()
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {} // the signal is on its way; never return to the checkpoint
-			},
+			Probe:   func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
+			AfterDo: afterDo,
 		},
+		Remediation: app.RemediationOptions{AfterDo: afterDo},
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)

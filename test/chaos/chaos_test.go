@@ -24,7 +24,7 @@ func TestCrashSafetySQLite(t *testing.T) {
 		kills++
 	}
 	waitFor(t, "all 200 jobs to complete", 3*time.Minute, func() bool { return s.countStatus(t)["completed"] == 200 })
-	starts := c.verify(t, ids, 5)
+	starts := c.verify(t, ids, 5, s.doneSteps(t))
 	t.Logf("%d kills, %d step executions for %d steps (re-runs are steps in flight at a kill)", kills, starts, 200*5)
 }
 
@@ -47,7 +47,7 @@ func TestScaleOutPostgres(t *testing.T) {
 	})
 	victim.Kill()
 	waitFor(t, "all 500 jobs to complete", 3*time.Minute, func() bool { return b.countStatus(t)["completed"] == 500 })
-	c.verify(t, ids, 5)
+	c.verify(t, ids, 5, b.doneSteps(t))
 	busy := map[int]int{}
 	for _, e := range c.events(t) {
 		if e.kind == "commit" {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/job"
+
 	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
@@ -113,6 +115,39 @@ func (s *server) countStatus(t *testing.T) map[string]int {
 	}
 }
 
+// doneSteps reads every job's record and returns "jobID stepName" for each step it holds as
+// done. The execution log's "commit" lines come from the server's publish after a commit, so
+// a kill between the two loses the line, not the step; the record is the truth it falls back on.
+func (s *server) doneSteps(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	cursor := ""
+	for {
+		var page struct {
+			Data []struct {
+				ID    string `json:"id"`
+				Steps []struct {
+					Name   string `json:"name"`
+					Status string `json:"status"`
+				} `json:"steps"`
+			} `json:"data"`
+			NextCursor string `json:"nextCursor"`
+		}
+		s.call(t, "GET", "/api/provisioning-jobs?limit=500&cursor="+cursor, nil, &page)
+		for _, j := range page.Data {
+			for _, st := range j.Steps {
+				if st.Status == string(job.StepDone) {
+					out[j.ID+" "+st.Name] = true
+				}
+			}
+		}
+		if page.NextCursor == "" {
+			return out
+		}
+		cursor = page.NextCursor
+	}
+}
+
 type event struct {
 	kind, job, step string
 	pid             int
@@ -142,7 +177,7 @@ func (c *cluster) events(t *testing.T) []event {
 // (2) no job had steps running in two processes at once; (3) every step of every job committed.
 // frozen lists pids that were SIGSTOPped: their late steps are expected to overlap, and must
 // not have committed.
-func (c *cluster) verify(t *testing.T, ids []string, steps int) (starts int) {
+func (c *cluster) verify(t *testing.T, ids []string, steps int, done map[string]bool) (starts int) {
 	t.Helper()
 	evs := c.events(t)
 	committed := map[string]bool{}
@@ -174,12 +209,21 @@ func (c *cluster) verify(t *testing.T, ids []string, steps int) (starts int) {
 			}
 		}
 	}
+	lost := 0
 	for _, id := range ids {
 		for s := 1; s <= steps; s++ {
-			if !committed[fmt.Sprintf("%s step%d", id, s)] {
-				t.Errorf("%s step%d never committed", id, s)
+			key := fmt.Sprintf("%s step%d", id, s)
+			switch {
+			case committed[key]:
+			case done[key]:
+				lost++ // committed, and the process was killed before it published the commit
+			default:
+				t.Errorf("%s never committed", key)
 			}
 		}
+	}
+	if lost > 0 {
+		t.Logf("%d commits are on record but not in the log (a kill fell between commit and publish)", lost)
 	}
 	return starts
 }

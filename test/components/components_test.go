@@ -62,11 +62,11 @@ func TestLifecycle(t *testing.T) {
 	r := g.call(t, "POST", "/api/spaces/register-cluster", map[string]any{
 		"name": "prod", "cluster": map[string]string{"endpoint": env.Host, "caData": string(env.CA), "token": env.Token},
 	})
-	if r.status != http.StatusCreated || strings.Contains(string(r.raw), env.Token) {
-		t.Fatalf("register: %d %s (the answer must not hold the token)", r.status, r.raw)
+	if r.Status != http.StatusCreated || strings.Contains(string(r.Raw), env.Token) {
+		t.Fatalf("register: %d %s (the answer must not hold the token)", r.Status, r.Raw)
 	}
 	var sp store.Space
-	r.decode(t, &sp)
+	r.Decode(t, &sp)
 	var cfg struct {
 		Cluster kube.SpaceCluster `json:"cluster"`
 	}
@@ -200,8 +200,8 @@ func refusals(t *testing.T, g *gw, env *kubeenv.Env, sp, plain *store.Space) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := g.call(t, "POST", "/api/provisioning-jobs/install-component", tc.body)
-			if r.status != tc.status || !slices.Contains(r.fields(), tc.field) {
-				t.Fatalf("%d %s; want %d naming %s", r.status, r.raw, tc.status, tc.field)
+			if r.Status != tc.status || !slices.Contains(r.Fields(), tc.field) {
+				t.Fatalf("%d %s; want %d naming %s", r.Status, r.Raw, tc.status, tc.field)
 			}
 		})
 	}
@@ -221,8 +221,8 @@ func refusals(t *testing.T, g *gw, env *kubeenv.Env, sp, plain *store.Space) {
 		t.Run("register "+tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := g.call(t, "POST", "/api/spaces/register-cluster", map[string]any{"name": "x", "cluster": tc.cluster})
-			if r.status != tc.status || !slices.Contains(r.fields(), tc.field) {
-				t.Fatalf("%d %s; want %d naming %s", r.status, r.raw, tc.status, tc.field)
+			if r.Status != tc.status || !slices.Contains(r.Fields(), tc.field) {
+				t.Fatalf("%d %s; want %d naming %s", r.Status, r.Raw, tc.status, tc.field)
 			}
 		})
 	}
@@ -357,8 +357,8 @@ func TestAccess(t *testing.T) {
 		{"editor registers", editor, "POST", "/api/spaces/register-cluster", reg, 201},
 	}
 	for _, tc := range cases {
-		if r := tc.who.call(t, tc.method, tc.path, tc.body); r.status != tc.want {
-			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.raw, tc.want)
+		if r := tc.who.call(t, tc.method, tc.path, tc.body); r.Status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.Status, r.Raw, tc.want)
 		}
 	}
 	var page struct {

@@ -1,7 +1,6 @@
 package components
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -31,48 +30,23 @@ func startServer(t *testing.T) *gw {
 	return &gw{url: s.URL, token: s.Token}
 }
 
-type reply struct {
-	status int
-	raw    []byte
-}
-
-func (r reply) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.raw, v); err != nil {
-		t.Fatalf("decode %s: %v", r.raw, err)
-	}
-}
-
-// fields lists the fields a problem answer names.
-func (r reply) fields() []string {
-	var pr struct {
-		Errors []struct {
-			Field string `json:"field"`
-		} `json:"errors"`
-	}
-	_ = json.Unmarshal(r.raw, &pr)
-	var out []string
-	for _, e := range pr.Errors {
-		out = append(out, e.Field)
-	}
-	return out
-}
+type reply = apptest.Reply
 
 func (g *gw) call(t *testing.T, method, path string, body any) reply {
 	t.Helper()
 	status, raw := serverproc.CallURL(t, g.url, g.token, method, path, body)
-	return reply{status: status, raw: raw}
+	return reply{Status: status, Raw: raw}
 }
 
 // must calls and fails the test unless the answer has status want.
 func (g *gw) must(t *testing.T, want int, method, path string, body, out any) {
 	t.Helper()
 	r := g.call(t, method, path, body)
-	if r.status != want {
-		t.Fatalf("%s %s: %d, want %d: %s", method, path, r.status, want, r.raw)
+	if r.Status != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, r.Status, want, r.Raw)
 	}
 	if out != nil {
-		r.decode(t, out)
+		r.Decode(t, out)
 	}
 }
 

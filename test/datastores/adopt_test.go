@@ -179,8 +179,8 @@ func adopt(t *testing.T, e *env, s *server, spaceID string, eng datastore.Engine
 		t.Fatalf("stored config of the failed job %s: %v", bad.Config, err)
 	}
 	for _, r := range []string{ref, badCfg.AdminSecretRef, conn.Connection.SecretRef} {
-		if got := s.call(t, "POST", "/api/secrets/reveal", map[string]string{"ref": r}); got.status != http.StatusNotFound {
-			t.Errorf("reveal of %s after teardown: %d %s, want 404", r, got.status, got.raw)
+		if got := s.call(t, "POST", "/api/secrets/reveal", map[string]string{"ref": r}); got.Status != http.StatusNotFound {
+			t.Errorf("reveal of %s after teardown: %d %s, want 404", r, got.Status, got.Raw)
 		}
 	}
 	e.assertNoServer(t, j.ID)

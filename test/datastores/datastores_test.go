@@ -87,8 +87,8 @@ func hostileJobs(t *testing.T, s *server, spaceID string) {
 	for _, bad := range []string{`x"; DROP DATABASE postgres; --`, strings.Repeat("n", 200), "ünïcødé"} {
 		r := s.call(t, "POST", "/api/provisioning-jobs", map[string]any{"spaceID": spaceID, "kind": "datastore",
 			"config": map[string]any{"engine": "postgres", "name": bad}})
-		if r.status != http.StatusBadRequest || r.field() != "config.name" {
-			t.Errorf("job named %q: %d %s, want 400 naming config.name", bad, r.status, r.raw)
+		if r.Status != http.StatusBadRequest || firstField(r) != "config.name" {
+			t.Errorf("job named %q: %d %s, want 400 naming config.name", bad, r.Status, r.Raw)
 		}
 	}
 	var list struct {
@@ -119,8 +119,8 @@ func lifecycle(t *testing.T, e *env, s *server, spaceID string, eng datastore.En
 		{"okname", strings.Repeat("o", 200), "owner"},
 	} {
 		r := s.call(t, "POST", base+"/databases", map[string]string{"name": bad.name, "owner": bad.owner})
-		if r.status != http.StatusBadRequest || r.field() != bad.field {
-			t.Errorf("database %q owned by %q: %d %s, want 400 naming %s", bad.name, bad.owner, r.status, r.raw, bad.field)
+		if r.Status != http.StatusBadRequest || firstField(r) != bad.field {
+			t.Errorf("database %q owned by %q: %d %s, want 400 naming %s", bad.name, bad.owner, r.Status, r.Raw, bad.field)
 		}
 	}
 	var dbs struct{ Data []databaseView }
@@ -130,8 +130,8 @@ func lifecycle(t *testing.T, e *env, s *server, spaceID string, eng datastore.En
 	}
 
 	// RBAC: a viewer may not create databases; an editor may not reveal.
-	if r := s.callAs(t, viewer, "POST", base+"/databases", map[string]string{"name": "checkout", "owner": "checkout_app"}); r.status != http.StatusForbidden {
-		t.Errorf("viewer creates a database: %d %s", r.status, r.raw)
+	if r := s.callAs(t, viewer, "POST", base+"/databases", map[string]string{"name": "checkout", "owner": "checkout_app"}); r.Status != http.StatusForbidden {
+		t.Errorf("viewer creates a database: %d %s", r.Status, r.Raw)
 	}
 
 	var db databaseView
@@ -149,8 +149,8 @@ func lifecycle(t *testing.T, e *env, s *server, spaceID string, eng datastore.En
 	if conn.DatabaseID != db.ID || conn.Connection.SecretRef == "" {
 		t.Fatalf("connection = %+v", conn)
 	}
-	if r := s.callAs(t, editor, "POST", "/api/secrets/reveal", map[string]string{"ref": conn.Connection.SecretRef}); r.status != http.StatusForbidden {
-		t.Errorf("editor reveals: %d %s", r.status, r.raw)
+	if r := s.callAs(t, editor, "POST", "/api/secrets/reveal", map[string]string{"ref": conn.Connection.SecretRef}); r.Status != http.StatusForbidden {
+		t.Errorf("editor reveals: %d %s", r.Status, r.Raw)
 	}
 	pw := s.reveal(t, conn.Connection.SecretRef)
 	var audits auditPage
@@ -184,8 +184,8 @@ func lifecycle(t *testing.T, e *env, s *server, spaceID string, eng datastore.En
 		t.Fatalf("checkout_app connects after the delete: %v", err)
 	}
 	s.must(t, http.StatusNotFound, "GET", base+"/databases/"+db.ID, nil, nil)
-	if r := s.call(t, "POST", "/api/secrets/reveal", map[string]string{"ref": conn.Connection.SecretRef}); r.status != http.StatusNotFound {
-		t.Errorf("reveal of a dropped owner's secret: %d %s", r.status, r.raw)
+	if r := s.call(t, "POST", "/api/secrets/reveal", map[string]string{"ref": conn.Connection.SecretRef}); r.Status != http.StatusNotFound {
+		t.Errorf("reveal of a dropped owner's secret: %d %s", r.Status, r.Raw)
 	}
 
 	// Teardown: the job ends deleted, its server process and data are gone.

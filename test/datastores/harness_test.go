@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/provider/local/localtest"
@@ -95,30 +96,14 @@ func (s *server) kill() { s.proc.Kill() }
 // stop shuts the server down gracefully.
 func (s *server) stop() { s.proc.Stop() }
 
-type reply struct {
-	status int
-	raw    []byte
-}
+type reply = apptest.Reply
 
-func (r reply) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.raw, v); err != nil {
-		t.Fatalf("decode %s: %v", r.raw, err)
+// firstField returns the first field named in a problem answer.
+func firstField(r reply) string {
+	if f := r.Fields(); len(f) > 0 {
+		return f[0]
 	}
-}
-
-// field returns the first field named in a problem answer.
-func (r reply) field() string {
-	var pr struct {
-		Errors []struct {
-			Field string `json:"field"`
-		} `json:"errors"`
-	}
-	_ = json.Unmarshal(r.raw, &pr)
-	if len(pr.Errors) == 0 {
-		return ""
-	}
-	return pr.Errors[0].Field
+	return ""
 }
 
 func (s *server) call(t *testing.T, method, path string, body any) reply {
@@ -134,18 +119,18 @@ func (s *server) callAs(t *testing.T, tok, method, path string, body any) reply 
 		s.e.answers = append(s.e.answers, string(raw))
 		s.e.mu.Unlock()
 	}
-	return reply{status: status, raw: raw}
+	return reply{Status: status, Raw: raw}
 }
 
 // must calls and fails the test unless the answer has status want.
 func (s *server) must(t *testing.T, want int, method, path string, body, out any) {
 	t.Helper()
 	r := s.call(t, method, path, body)
-	if r.status != want {
-		t.Fatalf("%s %s: %d, want %d: %s", method, path, r.status, want, r.raw)
+	if r.Status != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, r.Status, want, r.Raw)
 	}
 	if out != nil {
-		r.decode(t, out)
+		r.Decode(t, out)
 	}
 }
 

@@ -27,7 +27,7 @@ const (
 	envMarkers = "GW_DS_MARKERS"
 )
 
-const bootstrapToken = "datastores-test-token"
+const bootstrapToken = "gw_test_datastores_0123456789abcdef"
 
 func TestMain(m *testing.M) {
 	serverproc.Main(m, configure)

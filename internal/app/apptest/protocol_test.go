@@ -126,10 +126,12 @@ func TestRemoteProvisionerEndToEnd(t *testing.T) {
 		t.Fatalf("infra %s: want the provisioner's outputs and resources recorded", done.Infra)
 	}
 
-	// Removing the provisioner frees its pair; the built-in one cannot be removed.
+	// Removing the provisioner frees its pair; the built-in one cannot be removed. The job it
+	// served is still live, so the removal is refused (409) unless forced.
 	err = gw.Client.Do(ctx, http.MethodDelete, "/api/provisioners/builtin", nil, nil)
 	apiError(t, err, http.StatusConflict)
-	if err := gw.Client.Do(ctx, http.MethodDelete, "/api/provisioners/"+prv.ID, nil, nil); err != nil {
+	apiError(t, gw.Client.Do(ctx, http.MethodDelete, "/api/provisioners/"+prv.ID, nil, nil), http.StatusConflict)
+	if err := gw.Client.Do(ctx, http.MethodDelete, "/api/provisioners/"+prv.ID+"?force=true", nil, nil); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
 	apiError(t, gw.Client.Do(ctx, http.MethodGet, "/api/provisioners/"+prv.ID, nil, nil), http.StatusNotFound)
@@ -543,4 +545,69 @@ func TestConcurrentAppliesMakeOneJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// awsOnlyRegistry refuses other providers at Validate, as the AWS families do.
+type awsOnlyRegistry struct{ dirRegistry }
+
+type spaceFieldError struct{}
+
+func (spaceFieldError) Error() string { return "registry is not available on the local provider" }
+func (spaceFieldError) FieldErrors() []api.FieldError {
+	return []api.FieldError{{Field: "spaceID", Rule: "provider", Message: "registry is not available on the local provider"}}
+}
+
+func (awsOnlyRegistry) Validate(_ context.Context, j *job.Job) error {
+	if j.Provider != "aws" {
+		return spaceFieldError{}
+	}
+	return nil
+}
+
+// Plan, apply and inspect agree: a space that does not exist is UnknownSpace for all three, a
+// space whose provider cannot serve the pair is UnsupportedProvider for all three (not
+// "create" from plan, not UnknownSpace from apply), and no job is left behind.
+func TestProtocolCallsAgree(t *testing.T) {
+	t.Parallel()
+	gw := apptest.Start(t, app.Options{Pipelines: []pipeline.Pipeline{awsOnlyRegistry{dirRegistry{root: t.TempDir()}}}})
+	local := gw.Space(t, "local-space")
+	body := `{"kind":"managed-resource","type":"registry","application":"images","settings":{"name":"images"}}`
+	for _, tc := range []struct{ space, code string }{{"spc_nope", "UnknownSpace"}, {local.ID, "UnsupportedProvider"}} {
+		for _, call := range []string{"plan", "apply", "inspect"} {
+			t.Run(tc.code+"/"+call, func(t *testing.T) {
+				t.Parallel()
+				req, err := http.NewRequest("POST", gw.URL+"/provisioner/"+call, strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+gw.Token)
+				req.Header.Set(api.SpaceHeader, tc.space)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var ans struct {
+					Outcome protocol.Outcome `json:"outcome"`
+					Code    string           `json:"code"`
+					Reason  string           `json:"reason"`
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != http.StatusOK || ans.Outcome != protocol.OutcomeFailed || ans.Code != tc.code {
+					t.Fatalf("%s in %s: HTTP %d %+v, want failed %s", call, tc.space, resp.StatusCode, ans, tc.code)
+				}
+			})
+		}
+	}
+	t.Cleanup(func() {
+		c := client.New(gw.URL, gw.Token)
+		var page struct {
+			Data []job.Job `json:"data"`
+		}
+		if err := c.Do(context.Background(), "GET", "/api/provisioning-jobs", nil, &page); err != nil || len(page.Data) != 0 {
+			t.Errorf("refused calls left jobs: %v %+v", err, page.Data)
+		}
+	})
 }

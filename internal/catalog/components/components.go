@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/groundworkhq/groundwork/configs"
+
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Chart says where a component's chart comes from: an HTTP repository (RepoURL and Name) or an
@@ -184,9 +186,35 @@ func (c *Catalog) Get(id string) (*Component, bool) {
 func (c *Catalog) IDs() []string { return slices.Clone(c.order) }
 
 // FieldError is one problem with one value; Field is its dotted path ("controller.service.type").
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
+type FieldError = validation.FieldError
+
+// SecretPaths lists the value paths the component's schema marks "x-secret": true: values that
+// are credentials, which Groundwork keeps in its secret store rather than in the job.
+func (comp *Component) SecretPaths() [][]string {
+	var out [][]string
+	var walk func(schema map[string]any, path []string)
+	walk = func(schema map[string]any, path []string) {
+		props, _ := schema["properties"].(map[string]any)
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub, ok := props[k].(map[string]any)
+			if !ok {
+				continue
+			}
+			p := append(slices.Clone(path), k)
+			if sub["x-secret"] == true {
+				out = append(out, p)
+				continue
+			}
+			walk(sub, p)
+		}
+	}
+	walk(comp.Schema, nil)
+	return out
 }
 
 // ValuesError lists every problem found in a component's values.

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/catalog/components"
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
-	"github.com/groundworkhq/groundwork/internal/provider/kube"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 )
 
 // Step names.
@@ -35,34 +37,40 @@ type Config struct {
 	Values      map[string]any `json:"values,omitempty"`
 	// Namespace overrides the catalog's namespace for the release.
 	Namespace string `json:"namespace,omitempty"`
+	// SecretValues holds, by dotted path, the references of the values the catalog marks
+	// secret; Groundwork sets it at admission and the values are not kept in Values.
+	SecretValues map[string]string `json:"secretValues,omitempty"`
 }
 
 // Spaces finds the cluster registered as a space.
 type Spaces interface {
-	Cluster(ctx context.Context, spaceID string) (kube.SpaceCluster, error)
+	Cluster(ctx context.Context, spaceID string) (cluster.SpaceCluster, error)
 }
 
-// Secrets reads a stored credential by reference (secrets.SecretStore satisfies it).
+// Secrets is the secret store seen per owner (secrets.Vault satisfies it): a job reads its
+// space's cluster credential as that cluster's, in the job's own organisation.
 type Secrets interface {
-	Get(ctx context.Context, ref string) (string, error)
+	For(owner secrets.Owner) secrets.SecretStore
 }
 
-// Installer is what the pipeline needs of a cluster (kube.Installer satisfies it).
+// Installer is what the pipeline needs of a cluster (cluster.Installer satisfies it).
 type Installer interface {
-	InstallOrUpgrade(ctx context.Context, r kube.Release) (kube.ReleaseStatus, error)
+	InstallOrUpgrade(ctx context.Context, r cluster.Release) (cluster.ReleaseStatus, error)
 	Uninstall(ctx context.Context, name, namespace, jobID string) (bool, error)
-	Ready(ctx context.Context, name, namespace string) (kube.Readiness, error)
+	Ready(ctx context.Context, name, namespace string) (cluster.Readiness, error)
 }
 
 // Connector opens an installer on the cluster named by creds and checks that it answers,
 // returning the server version.
-type Connector func(ctx context.Context, creds kube.Credentials) (Installer, string, error)
+type Connector func(ctx context.Context, creds cluster.Credentials) (Installer, string, error)
 
 // Options build a Pipeline.
 type Options struct {
 	Catalog *components.Catalog
 	Spaces  Spaces
 	Secrets Secrets
+	// Outbound is the address policy a registered cluster's endpoint is dialled through.
+	Outbound *netguard.Policy
 	// Connect defaults to KubeConnector with a chart cache under os.TempDir.
 	Connect Connector
 	// ChartDir, when set, is searched for a component's chart before its repository:
@@ -91,7 +99,9 @@ func New(o Options) (*Pipeline, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Connect == nil {
-		o.Connect = KubeConnector(kube.InstallerOptions{Logger: o.Logger})
+		o.Connect = func(context.Context, cluster.Credentials) (Installer, string, error) {
+			return nil, "", fault.System(errors.New("component pipeline: this server has no cluster connector"))
+		}
 	}
 	if o.ReadyPoll == 0 {
 		o.ReadyPoll = 10 * time.Second
@@ -105,21 +115,6 @@ func New(o Options) (*Pipeline, error) {
 	return &Pipeline{o: o}, nil
 }
 
-// KubeConnector connects with client-go and installs with the Helm SDK.
-func KubeConnector(opts kube.InstallerOptions) Connector {
-	return func(ctx context.Context, creds kube.Credentials) (Installer, string, error) {
-		c, err := kube.Connect(creds)
-		if err != nil {
-			return nil, "", err
-		}
-		v, err := c.Ping(ctx)
-		if err != nil {
-			return nil, "", err
-		}
-		return kube.NewInstaller(c, opts), v, nil
-	}
-}
-
 // Family implements pipeline.Pipeline.
 func (p *Pipeline) Family() job.Family { return job.FamilyComponent }
 
@@ -129,17 +124,19 @@ func (p *Pipeline) LeaseTTL() time.Duration { return 8 * time.Minute }
 
 // Validate checks the job before it is accepted: a space, a known component, and values that
 // satisfy the component's schema. Errors name the field.
-func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
-	_, _, err := p.resolve(j)
-	return err
+func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
+	if _, _, err := p.resolve(j); err != nil {
+		return err
+	}
+	return p.keepSecretValues(ctx, j)
 }
 
 // plan is what validate works out from the job, recorded in infra.
 type plan struct {
-	ComponentID string           `json:"componentID"`
-	Release     string           `json:"release"`
-	Namespace   string           `json:"namespace"`
-	Chart       kube.ChartSource `json:"chart"`
+	ComponentID string              `json:"componentID"`
+	Release     string              `json:"release"`
+	Namespace   string              `json:"namespace"`
+	Chart       cluster.ChartSource `json:"chart"`
 }
 
 func (p *Pipeline) resolve(j *job.Job) (plan, map[string]any, error) {
@@ -160,7 +157,7 @@ func (p *Pipeline) resolve(j *job.Job) (plan, map[string]any, error) {
 	}
 	vals, err := comp.Values(cfg.Values)
 	if err != nil {
-		return plan{}, nil, fault.UserAction(err, kube.CodeInvalidValues, "fix the named values; the catalog lists each component's schema", "")
+		return plan{}, nil, fault.UserAction(err, cluster.CodeInvalidValues, "fix the named values; the catalog lists each component's schema", "")
 	}
 	ns := comp.Namespace
 	if cfg.Namespace != "" {
@@ -171,7 +168,7 @@ func (p *Pipeline) resolve(j *job.Job) (plan, map[string]any, error) {
 
 // chartSource prefers a local copy of the chart in ChartDir (offline installs and tests) and
 // otherwise uses the catalog's repository or OCI reference.
-func (p *Pipeline) chartSource(comp *components.Component) kube.ChartSource {
+func (p *Pipeline) chartSource(comp *components.Component) cluster.ChartSource {
 	if p.o.ChartDir != "" {
 		name := comp.Chart.Name
 		if name == "" {
@@ -180,17 +177,17 @@ func (p *Pipeline) chartSource(comp *components.Component) kube.ChartSource {
 		for _, cand := range []string{comp.ID, name, name + "-" + comp.Chart.Version + ".tgz", comp.ID + ".tgz"} {
 			path := filepath.Join(p.o.ChartDir, cand)
 			if _, err := os.Stat(path); err == nil {
-				return kube.ChartSource{Path: path, Version: comp.Chart.Version}
+				return cluster.ChartSource{Path: path, Version: comp.Chart.Version}
 			}
 		}
 	}
-	return kube.ChartSource{RepoURL: comp.Chart.RepoURL, Name: comp.Chart.Name, OCI: comp.Chart.OCI, Version: comp.Chart.Version}
+	return cluster.ChartSource{RepoURL: comp.Chart.RepoURL, Name: comp.Chart.Name, OCI: comp.Chart.OCI, Version: comp.Chart.Version}
 }
 
 // Steps implements pipeline.Pipeline. The list is the same for every job of the family.
 func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	return []pipeline.Step{
-		{Name: StepValidate, Do: p.validate},
+		{Name: StepValidate, Do: p.validate, Undo: p.forgetSecretValues},
 		{Name: StepConnect, Do: p.connect},
 		{Name: StepInstall, Do: p.install, Undo: p.uninstall},
 		{Name: StepWaitReady, Do: p.waitReady},
@@ -208,20 +205,25 @@ func (p *Pipeline) validate(_ context.Context, r *pipeline.Run) (pipeline.Result
 
 // installer connects to the space's cluster; every step that talks to the cluster calls it, so
 // a step re-run on another replica needs nothing from an earlier step's memory.
-func (p *Pipeline) installer(ctx context.Context, spaceID string) (Installer, string, error) {
-	sc, err := p.o.Spaces.Cluster(ctx, spaceID)
+func (p *Pipeline) installer(ctx context.Context, j *job.Job) (Installer, string, error) {
+	sc, err := p.o.Spaces.Cluster(ctx, j.SpaceID)
 	if err != nil {
-		return nil, "", fmt.Errorf("space %s: %w", spaceID, err)
+		return nil, "", fmt.Errorf("space %s: %w", j.SpaceID, err)
 	}
-	creds, err := sc.Credentials(ctx, p.o.Secrets)
+	owner := secrets.Owner{OrgID: j.OrgID, Kind: secrets.OwnerCluster, ID: j.SpaceID}
+	creds, err := sc.Credentials(ctx, p.o.Secrets.For(owner))
 	if err != nil {
 		return nil, "", err
+	}
+	if sc.Auth == "" {
+		// A registered cluster: its endpoint is the user's.
+		creds.Dial = p.o.Outbound.DialContext
 	}
 	return p.o.Connect(ctx, creds)
 }
 
 func (p *Pipeline) connect(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	_, version, err := p.installer(ctx, r.Job.SpaceID)
+	_, version, err := p.installer(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -233,12 +235,19 @@ func (p *Pipeline) install(ctx context.Context, r *pipeline.Run) (pipeline.Resul
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	in, _, err := p.installer(ctx, r.Job.SpaceID)
+	var cfg Config
+	if err := r.Config(&cfg); err != nil {
+		return pipeline.Result{}, fault.System(err)
+	}
+	if err := p.withSecretValues(ctx, r.Job, cfg, vals); err != nil {
+		return pipeline.Result{}, err
+	}
+	in, _, err := p.installer(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	labels := map[string]string{kube.LabelJobID: r.Job.ID}
-	st, err := in.InstallOrUpgrade(ctx, kube.Release{
+	labels := map[string]string{cluster.LabelJobID: r.Job.ID}
+	st, err := in.InstallOrUpgrade(ctx, cluster.Release{
 		Name: pl.Release, Namespace: pl.Namespace, Chart: pl.Chart, Values: vals, Labels: labels,
 	})
 	if err != nil {
@@ -256,7 +265,7 @@ func (p *Pipeline) uninstall(ctx context.Context, r *pipeline.Run) (pipeline.Res
 	if !ok {
 		return pipeline.Skip("nothing was installed"), nil
 	}
-	in, _, err := p.installer(ctx, r.Job.SpaceID)
+	in, _, err := p.installer(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -275,7 +284,7 @@ func (p *Pipeline) waitReady(ctx context.Context, r *pipeline.Run) (pipeline.Res
 	if _, err := r.Infra("component", &pl); err != nil {
 		return pipeline.Result{}, fault.System(err)
 	}
-	in, _, err := p.installer(ctx, r.Job.SpaceID)
+	in, _, err := p.installer(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -303,7 +312,7 @@ func (p *Pipeline) stepStarted(r *pipeline.Run) time.Time {
 }
 
 func (p *Pipeline) finalize(_ context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	var st kube.ReleaseStatus
+	var st cluster.ReleaseStatus
 	if _, err := r.Infra("release", &st); err != nil {
 		return pipeline.Result{}, fault.System(err)
 	}

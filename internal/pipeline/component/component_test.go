@@ -14,11 +14,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/groundworkhq/groundwork/internal/catalog/components"
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 	"github.com/groundworkhq/groundwork/internal/testenv/deployctl"
 	"github.com/groundworkhq/groundwork/internal/testenv/kubeenv"
 )
@@ -39,6 +41,8 @@ func (s *spaces) Cluster(_ context.Context, id string) (kube.SpaceCluster, error
 	return sc, nil
 }
 
+const testOrg = "org_test"
+
 type bundle struct {
 	env *kubeenv.Env
 	p   *Pipeline
@@ -54,7 +58,8 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := kube.Register(t.Context(), store, "space-spc_test", kube.Credentials{Endpoint: env.Host, CAData: env.CA, Token: env.Token})
+	vault := secretstest.Vault(store)
+	sc, err := kube.Register(t.Context(), vault.For(secrets.Owner{OrgID: testOrg, Kind: secrets.OwnerCluster, ID: "spc_test"}), "space-spc_test", kube.Credentials{Endpoint: env.Host, CAData: env.CA, Token: env.Token})
 	if err != nil {
 		t.Fatalf("register space: %v", err)
 	}
@@ -68,8 +73,8 @@ func setup(t *testing.T) *bundle {
 	p, err := New(Options{
 		Catalog:   cat,
 		Spaces:    &spaces{m: map[string]kube.SpaceCluster{"spc_test": sc}},
-		Secrets:   store,
-		Connect:   KubeConnector(kube.InstallerOptions{CacheDir: t.TempDir()}),
+		Secrets:   vault,
+		Connect:   kubeConnector(kube.InstallerOptions{CacheDir: t.TempDir()}),
 		ChartDir:  "../../provider/kube/testdata/charts",
 		ReadyPoll: time.Second,
 	})
@@ -85,7 +90,7 @@ func setup(t *testing.T) *bundle {
 
 func newJob(id string, cfg Config) *job.Job {
 	b, _ := json.Marshal(cfg)
-	j := &job.Job{ID: id, SpaceID: "spc_test", Kind: job.KindProvisioning, Family: job.FamilyComponent, Mode: job.ModeCreate, Config: b, Infra: json.RawMessage(`{}`)}
+	j := &job.Job{ID: id, OrgID: testOrg, SpaceID: "spc_test", Kind: job.KindProvisioning, Family: job.FamilyComponent, Mode: job.ModeCreate, Config: b, Infra: json.RawMessage(`{}`)}
 	return j
 }
 
@@ -290,7 +295,7 @@ func TestUnreachableClusterIsTransientThenCompletes(t *testing.T) {
 func TestBootstrapInstallsDefaultsThroughTheSameInstaller(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	in, _, err := KubeConnector(kube.InstallerOptions{CacheDir: t.TempDir()})(t.Context(), kube.Credentials{Endpoint: b.env.Host, CAData: b.env.CA, Token: b.env.Token})
+	in, _, err := kubeConnector(kube.InstallerOptions{CacheDir: t.TempDir()})(t.Context(), kube.Credentials{Endpoint: b.env.Host, CAData: b.env.CA, Token: b.env.Token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,5 +316,16 @@ func TestBootstrapInstallsDefaultsThroughTheSameInstaller(t *testing.T) {
 	}
 	if _, err := b.cs.CoreV1().ConfigMaps("demo-system").Get(t.Context(), "demo-config", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("configmap after teardown: %v", err)
+	}
+}
+
+// kubeConnector connects as the server does: client-go and the Helm SDK.
+func kubeConnector(opts kube.InstallerOptions) Connector {
+	return func(ctx context.Context, creds cluster.Credentials) (Installer, string, error) {
+		in, v, err := kube.Open(ctx, creds, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return in, v, nil
 	}
 }

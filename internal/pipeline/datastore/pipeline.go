@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
 	"github.com/groundworkhq/groundwork/internal/secrets"
@@ -40,9 +42,11 @@ const (
 
 // Pipeline is the datastore family's pipeline.
 type Pipeline struct {
-	drivers map[string]Driver
-	secrets secrets.SecretStore
-	poll    time.Duration
+	drivers  map[string]Driver
+	secrets  ds.Vault
+	outbound *netguard.Policy
+	poll     time.Duration
+	forget   func(ctx context.Context, j *job.Job) error
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
@@ -51,9 +55,16 @@ var _ pipeline.Pipeline = (*Pipeline)(nil)
 type Options struct {
 	// Drivers by provider name (job.Provider), e.g. "local".
 	Drivers map[string]Driver
-	Secrets secrets.SecretStore
+	// Secrets is read and written as the job: a reference the job did not store is not found.
+	Secrets ds.Vault
 	// Poll is how long wait_ready asks the engine to wait between checks (default 2s).
 	Poll time.Duration
+	// Outbound is the address policy an adopted server's host is dialled through.
+	Outbound *netguard.Policy
+	// Forget, if set, removes what the server keeps about the job's databases (their records,
+	// connections and owner passwords) when register is undone, before the server goes. It
+	// must be harmless to run again.
+	Forget func(ctx context.Context, j *job.Job) error
 }
 
 // New returns the datastore pipeline.
@@ -61,7 +72,7 @@ func New(opts Options) *Pipeline {
 	if opts.Poll <= 0 {
 		opts.Poll = 2 * time.Second
 	}
-	return &Pipeline{drivers: opts.Drivers, secrets: opts.Secrets, poll: opts.Poll}
+	return &Pipeline{drivers: opts.Drivers, secrets: opts.Secrets, outbound: opts.Outbound, poll: opts.Poll, forget: opts.Forget}
 }
 
 // Family implements pipeline.Pipeline.
@@ -79,6 +90,12 @@ func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
 	}
 	if err := validateConfig(c, j.Mode); err != nil {
 		return err
+	}
+	if ip, err := netip.ParseAddr(c.Host); j.Mode == job.ModeAdopt && err == nil {
+		// A name is checked when it is dialled; an address can be refused now.
+		if err := p.outbound.Check(ip); err != nil {
+			return &ds.FieldError{Field: "config.host", Rule: "outbound", Message: err.Error()}
+		}
 	}
 	if _, ok := p.drivers[j.Provider]; !ok {
 		return &ds.FieldError{Field: "provider", Rule: ds.RuleEnum, Message: fmt.Sprintf("provider %q cannot serve datastores", j.Provider)}
@@ -196,6 +213,11 @@ func (p *Pipeline) undoNetwork(ctx context.Context, r *pipeline.Run) (pipeline.R
 	return steps.Gone(InfraNetwork, gone, p.poll, "waiting for the network to be deleted"), nil
 }
 
+// secretsOf is the secret store as the running job sees it.
+func (p *Pipeline) secretsOf(r *pipeline.Run) secrets.SecretStore {
+	return p.secrets.For(ds.JobSecrets(r.Job))
+}
+
 // adminSecretName is the deterministic name the admin password is stored under: a re-run of
 // the credentials step after a crash lands on the same reference instead of an orphan.
 func adminSecretName(jobID string) string { return jobID + "/admin" }
@@ -206,7 +228,7 @@ func (p *Pipeline) credentials(ctx context.Context, r *pipeline.Run) (pipeline.R
 		return pipeline.Result{}, err
 	}
 	if rn.adopt {
-		if _, err := p.secrets.Get(ctx, rn.cfg.AdminSecretRef); err != nil {
+		if _, err := p.secretsOf(r).Get(ctx, rn.cfg.AdminSecretRef); err != nil {
 			return pipeline.Result{}, fault.UserAction(fmt.Errorf("adopted admin password: %w", err), "SecretMissing",
 				"Adopt the datastore again, giving its admin password.", "")
 		}
@@ -218,7 +240,7 @@ func (p *Pipeline) credentials(ctx context.Context, r *pipeline.Run) (pipeline.R
 	} else if ok && have.SecretRef != "" {
 		return pipeline.Done(nil), nil
 	}
-	ref, err := p.secrets.Put(ctx, adminSecretName(r.Job.ID), ds.GeneratePassword())
+	ref, err := p.secretsOf(r).Put(ctx, adminSecretName(r.Job.ID), ds.GeneratePassword())
 	if err != nil {
 		return pipeline.Result{}, fault.Transient(fmt.Errorf("store admin password: %w", err))
 	}
@@ -233,7 +255,7 @@ func (p *Pipeline) undoCredentials(ctx context.Context, r *pipeline.Run) (pipeli
 	// For an adopted datastore this removes only Groundwork's own copy of the password; the
 	// server is not touched.
 	if have.SecretRef != "" {
-		if err := p.secrets.Delete(ctx, have.SecretRef); err != nil {
+		if err := p.secretsOf(r).Delete(ctx, have.SecretRef); err != nil {
 			return pipeline.Result{}, fault.Transient(fmt.Errorf("delete admin password: %w", err))
 		}
 	}
@@ -256,7 +278,7 @@ func (p *Pipeline) adminPassword(ctx context.Context, r *pipeline.Run) (string, 
 	if !ok || cr.SecretRef == "" {
 		return "", cr, fault.System(errors.New("no admin credentials recorded: the credentials step has not run"))
 	}
-	pw, err := p.secrets.Get(ctx, cr.SecretRef)
+	pw, err := p.secretsOf(r).Get(ctx, cr.SecretRef)
 	if err != nil {
 		if errors.Is(err, secrets.ErrNotFound) {
 			return "", cr, fault.System(fmt.Errorf("admin password: %w", err))
@@ -333,7 +355,8 @@ func (p *Pipeline) waitReady(ctx context.Context, r *pipeline.Run) (pipeline.Res
 		// The only thing adoption does to the server: log in once to prove the details work.
 		// An unreachable server is transient (the engine retries with backoff, then fails the
 		// job as retryable); refused credentials need the user.
-		if err := ds.Check(ctx, ds.Conn{Engine: s.Engine, Host: s.Host, Port: s.Port, User: s.AdminUser, Password: pw}); err != nil {
+		if err := ds.Check(ctx, ds.Conn{Engine: s.Engine, Host: s.Host, Port: s.Port, User: s.AdminUser, Password: pw,
+			Dial: p.outbound.DialContext}); err != nil {
 			return pipeline.Result{}, err
 		}
 		return pipeline.Done(nil), nil
@@ -366,6 +389,12 @@ func (p *Pipeline) register(ctx context.Context, r *pipeline.Run) (pipeline.Resu
 }
 
 func (p *Pipeline) unregister(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	if p.forget != nil {
+		if err := p.forget(ctx, r.Job); err != nil {
+			// The job store or the secret store did not answer; both are worth retrying.
+			return pipeline.Result{}, fault.Transient(fmt.Errorf("forget the databases of %s: %w", r.Job.ID, err))
+		}
+	}
 	return pipeline.Done(map[string]any{InfraConnection: nil}), nil
 }
 

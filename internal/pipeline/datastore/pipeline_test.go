@@ -20,6 +20,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/provider/local/localtest"
 	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 )
 
 // bundle is one test's world: a data dir with a secret store and a local provider, a pipeline
@@ -27,6 +28,7 @@ import (
 type bundle struct {
 	dataDir string
 	secrets *secrets.Local
+	vault   *secrets.Vault
 	prov    *local.Provider
 	pipe    *dspipe.Pipeline
 	logs    *bytes.Buffer
@@ -48,13 +50,21 @@ func setup(t *testing.T, dataDir string, drivers func(*local.Provider) map[strin
 	if drivers != nil {
 		d = drivers(b.prov)
 	}
-	b.pipe = dspipe.New(dspipe.Options{Drivers: d, Secrets: b.secrets, Poll: 50 * time.Millisecond})
+	b.vault = secretstest.Vault(b.secrets)
+	b.pipe = dspipe.New(dspipe.Options{Drivers: d, Secrets: b.vault, Poll: 50 * time.Millisecond})
 	return b
+}
+
+const testOrg = "org_test"
+
+// jobSecrets is the secret store as the job with id sees it.
+func (b *bundle) jobSecrets(id string) secrets.SecretStore {
+	return b.vault.For(secrets.Owner{OrgID: testOrg, Kind: secrets.OwnerJob, ID: id})
 }
 
 func newJob(id string, mode job.Mode, cfg any) *job.Job {
 	raw, _ := json.Marshal(cfg)
-	return &job.Job{ID: id, Kind: job.KindProvisioning, Family: job.FamilyDatastore, Provider: "local", Mode: mode, Config: raw, Infra: json.RawMessage(`{}`)}
+	return &job.Job{ID: id, OrgID: testOrg, Kind: job.KindProvisioning, Family: job.FamilyDatastore, Provider: "local", Mode: mode, Config: raw, Infra: json.RawMessage(`{}`)}
 }
 
 // do runs one step (Do or Undo) the way the engine does: merge infra, come back after a Wait,
@@ -170,6 +180,9 @@ func TestDatastoreEndToEnd(t *testing.T) {
 			// A restarted Groundwork (fresh provider and pipeline over the same data dir) finds
 			// the running server instead of starting a second one.
 			b2 := setup(t, dataDir, nil)
+			// The owners of secrets live in the job store, which a restart keeps.
+			b2.vault = b.vault
+			b2.pipe = dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"local": b2.prov.Driver()}, Secrets: b2.vault, Poll: 50 * time.Millisecond})
 			b2.apply(t, j)
 			if again, alive, _ := b2.prov.Find(ctx, j.ID); !alive || again.PID != srv.PID {
 				t.Fatalf("after restart pid = %d (alive %v), want %d", again.PID, alive, srv.PID)
@@ -297,7 +310,7 @@ func TestAdoptTouchesNothing(t *testing.T) {
 		return map[string]dspipe.Driver{"local": {Servers: refusing{t}, Network: refusingNet{refusing{t}}}}
 	})
 	raw, _ := json.Marshal(map[string]any{"engine": "redis", "host": srv.Host, "port": srv.Port, "adminPassword": adminPW})
-	cfg, err := dspipe.PrepareAdopt(ctx, b.secrets, "job_adopt", raw)
+	cfg, err := dspipe.PrepareAdopt(ctx, b.jobSecrets("job_adopt"), "job_adopt", raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +339,7 @@ func TestAdoptTouchesNothing(t *testing.T) {
 
 	// Wrong credentials are the user's to fix, not something to retry.
 	raw, _ = json.Marshal(map[string]any{"engine": "redis", "host": srv.Host, "port": srv.Port, "adminPassword": "wrong-password"})
-	cfg, err = dspipe.PrepareAdopt(ctx, b.secrets, "job_adopt_bad", raw)
+	cfg, err = dspipe.PrepareAdopt(ctx, b.jobSecrets("job_adopt_bad"), "job_adopt_bad", raw)
 	if err != nil {
 		t.Fatal(err)
 	}

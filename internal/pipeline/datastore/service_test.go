@@ -150,7 +150,7 @@ func TestDatabasesAndConnections(t *testing.T) {
 			j := newJob("job_db_"+string(e), job.ModeCreate, map[string]any{"engine": e})
 			t.Cleanup(func() { _ = b.prov.Delete(context.Background(), j.ID) })
 			recs := newMemRecords()
-			svc := ds.NewService(jobsByID{j.ID: j}, recs, b.secrets, nil, b.logger)
+			svc := ds.NewService(jobsByID{j.ID: j}, recs, b.vault, nil, b.logger)
 
 			j.Status = job.StatusRunning
 			if _, err := svc.CreateDatabase(ctx, ds.CreateDatabaseParams{JobID: j.ID, Name: "checkout", Owner: "checkout_app"}); !errors.Is(err, ds.ErrNotReady) {

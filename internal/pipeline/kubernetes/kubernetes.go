@@ -1,4 +1,4 @@
-// Package kubernetes is the managed-cluster family's pipeline (reference/000_*): validate →
+// Package kubernetes is the managed-cluster family's pipeline: validate →
 // network → IAM → cluster (control plane and node groups) → bootstrap components → register
 // space → finalize. Register-space records the endpoint and CA only; tokens are minted from the
 // account's credentials when needed, so no static kubeconfig is stored.

@@ -14,13 +14,14 @@ import (
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/protocol"
 )
 
 // Holders finds the provisioner holding a pair; *protocol.Registry satisfies it.
 type Holders interface {
-	Lookup(ctx context.Context, pair catalog.Pair) (protocol.Provisioner, error)
+	Lookup(ctx context.Context, orgID string, pair catalog.Pair) (protocol.Provisioner, error)
 }
 
 // Options configure the remote pipelines.
@@ -34,6 +35,8 @@ type Options struct {
 	CallTimeout time.Duration
 	// LeaseTTL exceeds one step: one protocol call (2m).
 	LeaseTTL time.Duration
+	// Outbound is the address policy every call to a provisioner dials through.
+	Outbound *netguard.Policy
 }
 
 func (o Options) withDefaults() Options {
@@ -86,7 +89,7 @@ func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
 			return err
 		}
 	}
-	_, err := p.holder(ctx)
+	_, err := p.holder(ctx, j.OrgID)
 	return err
 }
 
@@ -112,11 +115,13 @@ func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 	}
 }
 
-func (p *Pipeline) holder(ctx context.Context) (protocol.Provisioner, error) {
+// holder is the provisioner of the job's own organisation that holds the pair: another
+// organisation's registration never receives this job's settings.
+func (p *Pipeline) holder(ctx context.Context, orgID string) (protocol.Provisioner, error) {
 	if p.opts.Holders == nil {
 		return protocol.Provisioner{}, fault.System(errors.New("remote pipeline has no provisioner registry"))
 	}
-	h, err := p.opts.Holders.Lookup(ctx, p.pair)
+	h, err := p.opts.Holders.Lookup(ctx, orgID, p.pair)
 	if errors.Is(err, protocol.ErrProvisionerNotFound) {
 		return protocol.Provisioner{}, fault.UserAction(fmt.Errorf("no provisioner holds %s", p.pair),
 			"NoProvisioner", fmt.Sprintf("register a provisioner for %s (groundwork provisioners register)", p.pair), "")
@@ -130,12 +135,12 @@ func (p *Pipeline) holder(ctx context.Context) (protocol.Provisioner, error) {
 	return h, nil
 }
 
-func (p *Pipeline) client(ctx context.Context) (*protocol.Client, protocol.Provisioner, error) {
-	h, err := p.holder(ctx)
+func (p *Pipeline) client(ctx context.Context, j *job.Job) (*protocol.Client, protocol.Provisioner, error) {
+	h, err := p.holder(ctx, j.OrgID)
 	if err != nil {
 		return nil, h, err
 	}
-	c, err := protocol.NewClient(h.URL, protocol.ClientOptions{Timeout: p.opts.CallTimeout})
+	c, err := protocol.NewClient(h.URL, protocol.ClientOptions{Timeout: p.opts.CallTimeout, Outbound: p.opts.Outbound})
 	if err != nil {
 		return nil, h, fault.System(err)
 	}
@@ -159,7 +164,7 @@ func (p *Pipeline) request(j *job.Job, ensure protocol.Ensure, requestID string)
 }
 
 func (p *Pipeline) plan(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, h, err := p.client(ctx)
+	c, h, err := p.client(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -176,7 +181,7 @@ func (p *Pipeline) plan(ctx context.Context, r *pipeline.Run) (pipeline.Result, 
 // apply submits the work. The request id is derived from the job, so a re-run after a crash
 // gets the same operation back instead of starting the work twice.
 func (p *Pipeline) apply(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, _, err := p.client(ctx)
+	c, _, err := p.client(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -198,7 +203,7 @@ func (p *Pipeline) await(ctx context.Context, r *pipeline.Run) (pipeline.Result,
 	} else if !ok {
 		return pipeline.Skip("the apply finished without an operation"), nil
 	}
-	c, _, err := p.client(ctx)
+	c, _, err := p.client(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -241,7 +246,7 @@ func (p *Pipeline) resubmit(ctx context.Context, c *protocol.Client, r *pipeline
 
 // finalize records the resources as they are, and any drift already there.
 func (p *Pipeline) finalize(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, _, err := p.client(ctx)
+	c, _, err := p.client(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -255,7 +260,7 @@ func (p *Pipeline) finalize(ctx context.Context, r *pipeline.Run) (pipeline.Resu
 // remove is apply's Undo: ensure absent, waited on until final. Re-running it asks the same
 // request again, which answers the same operation while it runs and its result once done.
 func (p *Pipeline) remove(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, _, err := p.client(ctx)
+	c, _, err := p.client(ctx, r.Job)
 	if err != nil {
 		return pipeline.Result{}, err
 	}

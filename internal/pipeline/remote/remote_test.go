@@ -24,6 +24,9 @@ type bundle struct {
 }
 
 // setup starts the example provisioner as a process and registers it, as a user would.
+
+const testOrg = "org_test"
+
 func setup(t *testing.T, bin string, delay time.Duration) *bundle {
 	t.Helper()
 	cat, err := catalog.Builtin()
@@ -34,7 +37,7 @@ func setup(t *testing.T, bin string, delay time.Duration) *bundle {
 	reg := protocol.NewRegistry(protocol.NewMemoryStore(), protocol.RegistryOptions{
 		BuiltIn: protocol.Provisioner{Pairs: catalog.BuiltinPairs()}, Catalog: cat,
 	})
-	if _, err := reg.Register(context.Background(), protocol.RegisterInput{
+	if _, err := reg.Register(context.Background(), testOrg, protocol.RegisterInput{
 		Name: "buckets", URL: proc.URL(), Pairs: []catalog.Pair{catalog.PairBucket},
 	}); err != nil {
 		t.Fatalf("register the example: %v", err)
@@ -49,7 +52,7 @@ func setup(t *testing.T, bin string, delay time.Duration) *bundle {
 }
 
 func newJob(id, config string) *job.Job {
-	return &job.Job{ID: id, Family: job.Family(catalog.PairBucket.String()), Config: json.RawMessage(config), Infra: json.RawMessage(`{}`)}
+	return &job.Job{ID: id, OrgID: testOrg, Family: job.Family(catalog.PairBucket.String()), Config: json.RawMessage(config), Infra: json.RawMessage(`{}`)}
 }
 
 // runStep drives one step as the engine does: merge infra, come back after a Wait, stop at

@@ -1,4 +1,4 @@
-// Package vmpool is the VM pool family's pipeline (reference/002_*): validate → network → IAM →
+// Package vmpool is the VM pool family's pipeline: validate → network → IAM →
 // launch template → VMs → [load balancer → target group → listeners → DNS record] → register
 // space → finalize; 7 steps without a load balancer, 11 with. A step with nothing to do (no
 // zone for the DNS record) is recorded as skipped, so the count stays the reference's. The
@@ -10,10 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
@@ -236,7 +234,7 @@ func (p *Pipeline) Steps(j *job.Job) []pipeline.Step {
 	}
 	return append(list,
 		pipeline.Step{Name: StepRegisterSpace, Do: p.registerSpace, Undo: p.undoRegisterSpace},
-		steps.Finalize(StepFinalize),
+		p.finalize(j),
 	)
 }
 
@@ -426,62 +424,4 @@ func (p *Pipeline) registerSpace(ctx context.Context, r *pipeline.Run) (pipeline
 
 func (p *Pipeline) undoRegisterSpace(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
 	return pipeline.Done(map[string]any{InfraSpace: nil}), nil
-}
-
-// VM operations on a completed pool (PATCH /api/provisioning-jobs/{id} {"vmOp": ...}).
-const (
-	OpAttachLB = "attach_lb"
-	OpDetachLB = "detach_lb"
-)
-
-// VMOp runs attach_lb or detach_lb on a live pool and returns the infra patch to store.
-func (p *Pipeline) VMOp(ctx context.Context, j *job.Job, op string) (map[string]any, error) {
-	if !slices.Contains([]string{OpAttachLB, OpDetachLB}, op) {
-		return nil, fault.UserAction(fmt.Errorf("vmOp %q", op), "InvalidVMOp", "vmOp is attach_lb or detach_lb.", "")
-	}
-	c, err := DecodeConfig(j.Config)
-	if err != nil {
-		return nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	r := &pipeline.Run{Job: j}
-	var lb LoadBalancer
-	if ok, err := r.Infra(InfraLoadBalancer, &lb); err != nil || !ok || lb.TargetGroupID == "" {
-		return nil, fault.UserAction(errors.New("the pool has no load balancer"), "NoLoadBalancer", "Create the pool with createLoadBalancer: true to attach a load balancer.", "")
-	}
-	vms, err := pipeline.InfraOf[[]VM](r, InfraVMs)
-	if err != nil {
-		return nil, err
-	}
-	d, err := p.load.Resolve(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	if op == OpAttachLB {
-		return map[string]any{InfraLBAttached: true}, d.AttachLB(ctx, j, c, lb.TargetGroupID, vms)
-	}
-	return map[string]any{InfraLBAttached: false}, d.DetachLB(ctx, j, c, lb.TargetGroupID, vms)
-}
-
-// Resize patches an ASG pool's sizes in place and returns the config to store.
-func (p *Pipeline) Resize(ctx context.Context, j *job.Job, min, max, desired int32) (json.RawMessage, error) {
-	c, err := DecodeConfig(j.Config)
-	if err != nil {
-		return nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	if c.Mode != "asg" {
-		return nil, fault.UserAction(errors.New("resize needs mode asg"), "NotASG", "Only ASG pools resize in place; a fixed pool keeps its VMs.", "")
-	}
-	c.Min, c.Max, c.Desired = min, max, desired
-	if err := c.Validate(); err != nil {
-		return nil, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.load.Resolve(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Resize(ctx, j, min, max, desired); err != nil {
-		return nil, err
-	}
-	out, err := json.Marshal(c)
-	return out, err
 }

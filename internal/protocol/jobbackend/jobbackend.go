@@ -42,6 +42,11 @@ type Jobs interface {
 	Job(ctx context.Context, id string) (*job.Job, error)
 	// Current returns the application's latest completed create job for family, or nil.
 	Current(ctx context.Context, family job.Family, application string) (*job.Job, error)
+	// Admit checks, without doing anything, that Submit would accept s: the space exists and
+	// its provider serves the family, and, when s.Config is set, the settings are valid. Its
+	// refusal is the one Submit would give (a user_action fault), so that plan, apply and
+	// inspect answer alike.
+	Admit(ctx context.Context, s Submission) error
 }
 
 // Observer reads a family's resources as they are in the cloud, to find drift. Families
@@ -141,6 +146,13 @@ func (h *handler) Plan(ctx context.Context, req *protocol.Request) (protocol.Pla
 	if err != nil {
 		return protocol.PlanAnswer{Outcome: protocol.OutcomeFailed, Failure: protocol.Failed("InvalidSettings", err.Error())}, nil
 	}
+	sub := Submission{Key: req.Key(), Pair: h.pair, Family: h.family, Application: req.Application, Ensure: req.Desired()}
+	if req.Desired() != protocol.EnsureAbsent {
+		sub.Config = cfg
+	}
+	if err := h.b.opts.Jobs.Admit(ctx, sub); err != nil {
+		return protocol.PlanAnswer{}, err
+	}
 	cur, err := h.b.opts.Jobs.Current(ctx, h.family, req.Application)
 	if err != nil {
 		return protocol.PlanAnswer{}, err
@@ -185,6 +197,10 @@ func (h *handler) Apply(ctx context.Context, req *protocol.Request) (protocol.Ap
 }
 
 func (h *handler) Inspect(ctx context.Context, req *protocol.Request) (protocol.InspectAnswer, error) {
+	if err := h.b.opts.Jobs.Admit(ctx, Submission{Key: req.Key(), Pair: h.pair, Family: h.family,
+		Application: req.Application, Ensure: req.Desired()}); err != nil {
+		return protocol.InspectAnswer{}, err
+	}
 	cur, err := h.b.opts.Jobs.Current(ctx, h.family, req.Application)
 	if err != nil {
 		return protocol.InspectAnswer{}, err
@@ -206,7 +222,16 @@ func (h *handler) Inspect(ctx context.Context, req *protocol.Request) (protocol.
 func recorded(j *job.Job) protocol.Resource {
 	props := map[string]any{}
 	_ = json.Unmarshal(j.Infra, &props) // an unreadable infra shows as no properties
-	return protocol.Resource{Resource: j.Name, Type: string(j.Family), ID: j.ID, Exists: j.Status == job.StatusCompleted, Properties: props}
+	return protocol.Resource{Resource: j.Name, Type: resourceType(j), ID: j.ID, Exists: j.Status == job.StatusCompleted, Properties: props}
+}
+
+// resourceType is the type of the pair that made j, as plan and the request name it
+// ("postgres", not the family "datastore").
+func resourceType(j *job.Job) string {
+	if p, err := catalog.PairForJob(j.Family, j.Config); err == nil {
+		return p.Type
+	}
+	return string(j.Family)
 }
 
 // operationOf maps a job's status onto the protocol's outcomes.
@@ -220,7 +245,7 @@ func operationOf(j *job.Job) protocol.Operation {
 		_ = json.Unmarshal(j.Infra, &op.Outputs)
 	case j.Status == job.StatusDeleted:
 		op.Outcome, op.Progress = protocol.OutcomeSucceeded, "deleted"
-		op.Resources = []protocol.Resource{{Resource: j.Name, Type: string(j.Family), ID: j.ID}}
+		op.Resources = []protocol.Resource{{Resource: j.Name, Type: resourceType(j), ID: j.ID}}
 	case j.Status == job.StatusFailed:
 		op.Outcome = protocol.OutcomeFailed
 		op.Failure = protocol.Failure{Reason: "job failed"}

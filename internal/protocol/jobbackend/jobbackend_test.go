@@ -3,13 +3,17 @@ package jobbackend_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/protocol"
@@ -25,9 +29,14 @@ type fakeJobs struct {
 	jobs  map[string]*job.Job
 	byKey map[string]string
 	seq   int
+	// refuse, when set, is the refusal of every Submit and Admit (a space that is not there).
+	refuse error
 }
 
 func (f *fakeJobs) Submit(_ context.Context, s jobbackend.Submission) (*job.Job, error) {
+	if f.refuse != nil {
+		return nil, f.refuse
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if id, ok := f.byKey[s.Key]; ok {
@@ -85,6 +94,8 @@ func (f *fakeJobs) current(family job.Family, app string) *job.Job {
 	}
 	return cur
 }
+
+func (f *fakeJobs) Admit(context.Context, jobbackend.Submission) error { return f.refuse }
 
 func (f *fakeJobs) Current(_ context.Context, family job.Family, app string) (*job.Job, error) {
 	f.mu.Lock()
@@ -154,4 +165,74 @@ func TestJobBackendConforms(t *testing.T) {
 			obs.mu.Unlock()
 		},
 	})
+}
+
+// A refusal of the job system (an unknown space, a provider that cannot serve the pair) is the
+// same failure from plan, apply and inspect: none of them answers succeeded.
+func TestRefusalAgreesAcrossCalls(t *testing.T) {
+	t.Parallel()
+	pipes, err := pipeline.NewRegistry(registryPipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusal := fault.UserAction(errors.New("registry is not available on the local provider"), "UnsupportedProvider", "use another space", "")
+	b := jobbackend.New(jobbackend.Options{
+		Jobs:      &fakeJobs{jobs: map[string]*job.Job{}, byKey: map[string]string{}, refuse: refusal},
+		Pipelines: pipes,
+	})
+	srv := httptest.NewServer(protocol.NewServer(b, protocol.ServerOptions{Name: "groundwork"}))
+	t.Cleanup(srv.Close)
+	body := `{"kind":"managed-resource","type":"registry","application":"images","settings":{"name":"images"}}`
+	for _, call := range []string{"plan", "apply", "inspect"} {
+		t.Run(call, func(t *testing.T) {
+			t.Parallel()
+			resp, err := http.Post(srv.URL+"/"+call, "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var ans struct {
+				Outcome protocol.Outcome `json:"outcome"`
+				Code    string           `json:"code"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusOK || ans.Outcome != protocol.OutcomeFailed || ans.Code != "UnsupportedProvider" {
+				t.Fatalf("%s: HTTP %d %+v, want failed UnsupportedProvider", call, resp.StatusCode, ans)
+			}
+		})
+	}
+}
+
+// Plan and inspect name a datastore resource by its pair's type ("redis"), not by the job
+// family that serves it ("datastore").
+func TestResourceTypeIsThePairs(t *testing.T) {
+	t.Parallel()
+	fake := &fakeJobs{jobs: map[string]*job.Job{}, byKey: map[string]string{}}
+	b := jobbackend.New(jobbackend.Options{Jobs: fake, Pairs: []catalog.Pair{catalog.PairRedis}})
+	h, ok := b.Handler(context.Background(), catalog.PairRedis)
+	if !ok {
+		t.Fatal("no handler for redis")
+	}
+	ctx := context.Background()
+	req := &protocol.Request{Kind: catalog.PairRedis.Kind, Type: catalog.PairRedis.Type, Application: "cache",
+		Settings: json.RawMessage(`{"name":"cache"}`)}
+	plan, err := h.Plan(ctx, req)
+	if err != nil || len(plan.Changes) != 1 || plan.Changes[0].Type != "redis" {
+		t.Fatalf("plan: %+v %v", plan, err)
+	}
+	ans, err := h.Apply(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the fake moves a job one status per read: running, completed
+		if _, err := b.Operation(ctx, ans.OperationID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := h.Inspect(ctx, req)
+	if err != nil || len(in.Resources) != 1 || in.Resources[0].Type != "redis" || !in.Resources[0].Exists {
+		t.Fatalf("inspect: %+v %v", in, err)
+	}
 }

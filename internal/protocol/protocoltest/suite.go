@@ -1,6 +1,6 @@
 // Package protocoltest is the provisioner protocol's conformance suite: Run drives any
 // provisioner (Groundwork's own server, the example provisioner, a reference in-process one)
-// over HTTP and checks the promises of reference/004_*. It also holds Reference, an in-memory
+// over HTTP and checks the promises of docs/provisioner-protocol.md. It also holds Reference, an in-memory
 // provisioner that passes the suite.
 package protocoltest
 

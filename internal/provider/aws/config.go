@@ -8,17 +8,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/aws/aws-sdk-go-v2/otelaws"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
 
 // AuthMethod is how a cloud account authenticates.
@@ -48,8 +53,15 @@ type Account struct {
 	// Endpoint overrides every service's endpoint (moto, LocalStack, a VPC endpoint). Empty
 	// means AWS_ENDPOINT_URL, if set, else the real AWS endpoints.
 	Endpoint string
+	// Outbound, if set, is the address policy a user-given Endpoint is dialled through: every
+	// connection to it is checked after name resolution (no proxy). nil means no policy (tests
+	// that open a provider directly); the server always sets it.
+	Outbound *netguard.Policy
 	// MaxAttempts bounds the retryer; 0 means DefaultMaxAttempts.
 	MaxAttempts int
+	// Tracer, if set, makes a span per AWS API call (otelaws), under the span of the context
+	// the call is made with: a job step's.
+	Tracer trace.TracerProvider
 }
 
 // DefaultMaxAttempts is enough to ride out a throttling storm (the SDK default of 3 is not):
@@ -75,9 +87,18 @@ func NewRetryer(maxAttempts int, maxBackoff time.Duration) func() aws.Retryer {
 			o.MaxAttempts = maxAttempts
 			o.MaxBackoff = maxBackoff
 			o.RateLimiter = noRateLimit{}
+			// A dial the outbound policy refused is refused again on every attempt.
+			o.Retryables = append([]retry.IsErrorRetryable{refusedNotRetryable}, o.Retryables...)
 		})
 	}
 }
+
+var refusedNotRetryable = retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+	if errors.Is(err, netguard.ErrRefused) {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+})
 
 type noRateLimit struct{}
 
@@ -130,6 +151,15 @@ func LoadConfig(ctx context.Context, a Account) (aws.Config, error) {
 	if endpoint != "" {
 		opts = append(opts, config.WithBaseEndpoint(endpoint))
 	}
+	if a.Endpoint != "" && a.Outbound != nil {
+		// The account's endpoint is user-given: it is dialled through the outbound policy, never
+		// through a proxy (which would connect past the check). TLS settings stay the SDK's.
+		policy := a.Outbound
+		opts = append(opts, config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.DialContext = policy.DialContext
+			tr.Proxy = nil
+		})))
+	}
 	if a.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, a.SessionToken)))
@@ -137,6 +167,9 @@ func LoadConfig(ctx context.Context, a Account) (aws.Config, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fault.System(fmt.Errorf("load aws config: %w", err))
+	}
+	if a.Tracer != nil {
+		otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithTracerProvider(a.Tracer))
 	}
 	if a.method() == AuthAssumeRole {
 		stsClient := sts.NewFromConfig(cfg)

@@ -58,6 +58,11 @@ func DatastoreID(t Tags) string {
 
 const adminUser = "gwadmin"
 
+// jobMark is the description of the job's subnet groups and replication group: their
+// describe calls return no tags, so the description is how a look-up tells this job's
+// resource from a stranger's of the same deterministic name.
+func jobMark(t Tags) string { return "Groundwork " + t.JobID }
+
 // adminSecret returns the job's admin password, creating and storing it on first call so a
 // re-run never changes it.
 func (p *Provider) adminSecret(ctx context.Context, s DatastoreSpec, id string) (arn, password string, err error) {
@@ -116,10 +121,19 @@ func (t Tags) rds() []rdstypes.Tag {
 
 func (p *Provider) ensureRDS(ctx context.Context, s DatastoreSpec, d Datastore, password string) (Datastore, error) {
 	_, err := p.rds.CreateDBSubnetGroup(ctx, &rds.CreateDBSubnetGroupInput{
-		DBSubnetGroupName: &d.ID, DBSubnetGroupDescription: ptr("Groundwork " + s.Tags.JobID),
+		DBSubnetGroupName: &d.ID, DBSubnetGroupDescription: ptr(jobMark(s.Tags)),
 		SubnetIds: s.SubnetIDs, Tags: s.Tags.WithRole("db-subnet-group").rds(),
 	})
-	if err != nil && !isCode(err, "DBSubnetGroupAlreadyExists", "DBSubnetGroupAlreadyExistsFault") {
+	if isCode(err, "DBSubnetGroupAlreadyExists", "DBSubnetGroupAlreadyExistsFault") {
+		// This job's earlier attempt (a lost answer, a re-run), or a stranger's group.
+		got, derr := p.rds.DescribeDBSubnetGroups(ctx, &rds.DescribeDBSubnetGroupsInput{DBSubnetGroupName: &d.ID})
+		if derr != nil || len(got.DBSubnetGroups) == 0 {
+			return d, p.classify(err, false)
+		}
+		if deref(got.DBSubnetGroups[0].DBSubnetGroupDescription) != jobMark(s.Tags) {
+			return d, alreadyExists("DB subnet group", d.ID)
+		}
+	} else if err != nil {
 		return d, p.classify(err, false)
 	}
 	got, found, err := p.describeRDS(ctx, d.ID)
@@ -139,7 +153,16 @@ func (p *Provider) ensureRDS(ctx context.Context, s DatastoreSpec, d Datastore, 
 		}
 		out, err := p.rds.CreateDBInstance(ctx, in)
 		if isCode(err, "DBInstanceAlreadyExists", "DBInstanceAlreadyExistsFault") {
-			return p.DatastoreStatus(ctx, s)
+			// The identifier is the key: a repeat after a lost answer meets the instance it
+			// started, adopted when it carries this job's tags.
+			got, found, derr := p.describeRDS(ctx, d.ID)
+			if derr != nil || !found {
+				return d, firstErr(derr, p.classify(err, false))
+			}
+			if !s.Tags.Owns(rdsTagMap(got.TagList)) {
+				return d, alreadyExists("RDS instance", d.ID)
+			}
+			return rdsState(d, got), nil
 		}
 		if err != nil {
 			return d, p.classify(err, false)
@@ -190,13 +213,24 @@ func (t Tags) elasticache() []ectypes.Tag {
 
 func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore, password string) (Datastore, error) {
 	_, err := p.ec.CreateCacheSubnetGroup(ctx, &elasticache.CreateCacheSubnetGroupInput{
-		CacheSubnetGroupName: &d.ID, CacheSubnetGroupDescription: ptr("Groundwork " + s.Tags.JobID),
+		CacheSubnetGroupName: &d.ID, CacheSubnetGroupDescription: ptr(jobMark(s.Tags)),
 		SubnetIds: s.SubnetIDs, Tags: s.Tags.WithRole("cache-subnet-group").elasticache(),
 	})
-	if err != nil && !isCode(err, "CacheSubnetGroupAlreadyExists", "CacheSubnetGroupAlreadyExistsFault") {
+	if isCode(err, "CacheSubnetGroupAlreadyExists", "CacheSubnetGroupAlreadyExistsFault") {
+		got, derr := p.ec.DescribeCacheSubnetGroups(ctx, &elasticache.DescribeCacheSubnetGroupsInput{CacheSubnetGroupName: &d.ID})
+		if derr != nil || len(got.CacheSubnetGroups) == 0 {
+			return d, p.classify(err, false)
+		}
+		if deref(got.CacheSubnetGroups[0].CacheSubnetGroupDescription) != jobMark(s.Tags) {
+			return d, alreadyExists("cache subnet group", d.ID)
+		}
+	} else if err != nil {
 		return d, p.classify(err, false)
 	}
 	if got, found, err := p.describeRedis(ctx, d.ID); err != nil || found {
+		if err == nil && deref(got.Description) != jobMark(s.Tags) {
+			return d, alreadyExists("replication group", d.ID)
+		}
 		return redisState(d, got), err
 	}
 	nodes := int32(1)
@@ -204,7 +238,7 @@ func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore
 		nodes = 2
 	}
 	in := &elasticache.CreateReplicationGroupInput{
-		ReplicationGroupId: &d.ID, ReplicationGroupDescription: ptr("Groundwork " + s.Tags.JobID),
+		ReplicationGroupId: &d.ID, ReplicationGroupDescription: ptr(jobMark(s.Tags)),
 		Engine: ptr("redis"), CacheNodeType: &s.InstanceClass, NumCacheClusters: &nodes,
 		MultiAZEnabled: &s.MultiAZ, AutomaticFailoverEnabled: &s.MultiAZ, CacheSubnetGroupName: &d.ID,
 		SecurityGroupIds: s.SecurityGroupIDs, TransitEncryptionEnabled: ptr(true), AtRestEncryptionEnabled: ptr(true),
@@ -215,7 +249,15 @@ func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore
 	}
 	out, err := p.ec.CreateReplicationGroup(ctx, in)
 	if isCode(err, "ReplicationGroupAlreadyExists", "ReplicationGroupAlreadyExistsFault") {
-		return p.DatastoreStatus(ctx, s)
+		// A repeat after a lost answer: adopt the group when it carries this job's mark.
+		got, found, derr := p.describeRedis(ctx, d.ID)
+		if derr != nil || !found {
+			return d, firstErr(derr, p.classify(err, false))
+		}
+		if deref(got.Description) != jobMark(s.Tags) {
+			return d, alreadyExists("replication group", d.ID)
+		}
+		return redisState(d, got), nil
 	}
 	if err != nil {
 		return d, p.classify(err, false)
@@ -282,13 +324,13 @@ func (p *Provider) DeleteDatastore(ctx context.Context, s DatastoreSpec) (done b
 		}
 		if found {
 			if deref(g.Status) != "deleting" {
-				if _, err := p.ec.DeleteReplicationGroup(ctx, &elasticache.DeleteReplicationGroupInput{ReplicationGroupId: &id}); err != nil && !isCode(err, "ReplicationGroupNotFoundFault") {
+				if _, err := p.ec.DeleteReplicationGroup(ctx, &elasticache.DeleteReplicationGroupInput{ReplicationGroupId: &id}); err != nil && !gone(err) {
 					return false, p.classify(err, false)
 				}
 			}
 			return false, nil
 		}
-		if _, err := p.ec.DeleteCacheSubnetGroup(ctx, &elasticache.DeleteCacheSubnetGroupInput{CacheSubnetGroupName: &id}); err != nil && !isCode(err, "CacheSubnetGroupNotFoundFault") && !notImplemented(err) {
+		if _, err := p.ec.DeleteCacheSubnetGroup(ctx, &elasticache.DeleteCacheSubnetGroupInput{CacheSubnetGroupName: &id}); err != nil && !gone(err) && !notImplemented(err) {
 			return false, p.classify(err, false)
 		}
 	} else {
@@ -298,13 +340,13 @@ func (p *Provider) DeleteDatastore(ctx context.Context, s DatastoreSpec) (done b
 		}
 		if found {
 			if deref(in.DBInstanceStatus) != "deleting" {
-				if _, err := p.rds.DeleteDBInstance(ctx, &rds.DeleteDBInstanceInput{DBInstanceIdentifier: &id, SkipFinalSnapshot: ptr(true), DeleteAutomatedBackups: ptr(true)}); err != nil && !isCode(err, "DBInstanceNotFound", "DBInstanceNotFoundFault") {
+				if _, err := p.rds.DeleteDBInstance(ctx, &rds.DeleteDBInstanceInput{DBInstanceIdentifier: &id, SkipFinalSnapshot: ptr(true), DeleteAutomatedBackups: ptr(true)}); err != nil && !gone(err) {
 					return false, p.classify(err, false)
 				}
 			}
 			return false, nil
 		}
-		if _, err := p.rds.DeleteDBSubnetGroup(ctx, &rds.DeleteDBSubnetGroupInput{DBSubnetGroupName: &id}); err != nil && !isCode(err, "DBSubnetGroupNotFoundFault", "DBSubnetGroupNotFound") {
+		if _, err := p.rds.DeleteDBSubnetGroup(ctx, &rds.DeleteDBSubnetGroupInput{DBSubnetGroupName: &id}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}

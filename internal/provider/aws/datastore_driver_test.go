@@ -13,6 +13,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 )
 
 // TestDatastorePipelineOnAWS runs the shared datastore pipeline with the AWS driver and the
@@ -25,7 +26,7 @@ func TestDatastorePipelineOnAWS(t *testing.T) {
 		Config: json.RawMessage(`{"engine":"postgres","version":"16.3","instanceClass":"db.t3.medium","allocatedStorageGB":50,"multiAZ":true,"backupRetentionDays":7}`)}
 	tags := JobTags(j)
 	drv := DatastoreDriver{Resolve: func(context.Context, string) (Placement, error) { return Placement{P: p, Tags: tags}, nil }}
-	pl := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"aws": drv.Driver()}, Secrets: p.Secrets(tags), Poll: time.Millisecond})
+	pl := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"aws": drv.Driver()}, Secrets: secretstest.Vault(p.Secrets(tags)), Poll: time.Millisecond})
 	if err := pl.Validate(ctx, j); err != nil {
 		t.Fatal(err)
 	}

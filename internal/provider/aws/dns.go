@@ -8,6 +8,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/route53"
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53/types"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
 )
 
 // ZoneSpec asks for a Route 53 hosted zone; a private zone is bound to VPCID.
@@ -50,6 +52,9 @@ func fqdn(name string) string {
 // EnsureZone creates the zone or finds the one this job made earlier.
 func (p *Provider) EnsureZone(ctx context.Context, s ZoneSpec) (Zone, error) {
 	if z, ok, err := p.findZone(ctx, s.Tags, s.Name); err != nil || ok {
+		if err == nil {
+			err = p.tagZone(ctx, s.Tags, z.ID)
+		}
 		return z, err
 	}
 	in := &route53.CreateHostedZoneInput{Name: &s.Name, CallerReference: ptr(callerRef(s.Tags))}
@@ -57,18 +62,32 @@ func (p *Provider) EnsureZone(ctx context.Context, s ZoneSpec) (Zone, error) {
 		in.VPC = &r53types.VPC{VPCId: &s.VPCID, VPCRegion: r53types.VPCRegion(p.region)}
 		in.HostedZoneConfig = &r53types.HostedZoneConfig{PrivateZone: true}
 	}
-	out, err := p.r53.CreateHostedZone(ctx, in)
-	if isCode(err, "HostedZoneAlreadyExists") {
-		if z, ok, err := p.findZone(ctx, s.Tags, s.Name); err != nil || ok {
-			return z, err
+	find := func(ctx context.Context) (Zone, bool, error) { return p.findZone(ctx, s.Tags, s.Name) }
+	// The caller reference is Route 53's key (a repeat answers HostedZoneAlreadyExists), and
+	// the look-up by it runs before any repeat, for emulators that do not honour it.
+	z, err := createOnce(ctx, p.r53.Options().Retryer, find, func(ctx context.Context) (Zone, error) {
+		out, err := p.r53.CreateHostedZone(ctx, in, r53NoRetry)
+		if err != nil {
+			return Zone{}, err
 		}
-		return Zone{}, alreadyExists("hosted zone", s.Name)
-	}
+		z := Zone{ID: zoneID(deref(out.HostedZone.Id)), Name: deref(out.HostedZone.Name)}
+		if out.DelegationSet != nil {
+			z.NameServers = out.DelegationSet.NameServers
+		}
+		return z, nil
+	})
 	if err != nil {
+		// HostedZoneAlreadyExists names this job's caller reference, so the zone is this job's
+		// and only not visible yet: transient, the re-run adopts it.
 		return Zone{}, p.classify(err, false)
 	}
-	id := zoneID(deref(out.HostedZone.Id))
-	m := s.Tags.Map()
+	return z, p.tagZone(ctx, s.Tags, z.ID)
+}
+
+// tagZone puts the job's tags on the zone; Route 53 takes no tags in the create call, so a
+// zone whose create answer was lost is tagged when the look-up adopts it.
+func (p *Provider) tagZone(ctx context.Context, t Tags, id string) error {
+	m := t.Map()
 	tags := make([]r53types.Tag, 0, len(m))
 	for _, k := range sortedKeys(m) {
 		tags = append(tags, r53types.Tag{Key: ptr(k), Value: ptr(m[k])})
@@ -76,13 +95,9 @@ func (p *Provider) EnsureZone(ctx context.Context, s ZoneSpec) (Zone, error) {
 	if _, err := p.r53.ChangeTagsForResource(ctx, &route53.ChangeTagsForResourceInput{
 		ResourceId: &id, ResourceType: r53types.TagResourceTypeHostedzone, AddTags: tags,
 	}); err != nil {
-		return Zone{}, p.classify(err, true)
+		return p.classify(err, true)
 	}
-	z := Zone{ID: id, Name: deref(out.HostedZone.Name)}
-	if out.DelegationSet != nil {
-		z.NameServers = out.DelegationSet.NameServers
-	}
-	return z, nil
+	return nil
 }
 
 // findZone looks for the zone this job created by name and caller reference.
@@ -174,10 +189,15 @@ func (p *Provider) DeleteZone(ctx context.Context, t Tags, name string) error {
 		if _, err := p.r53.ChangeResourceRecordSets(ctx, &route53.ChangeResourceRecordSetsInput{
 			HostedZoneId: &z.ID, ChangeBatch: &r53types.ChangeBatch{Changes: changes},
 		}); err != nil {
+			if isCode(err, "InvalidChangeBatch") {
+				// A repeat of a batch whose answer was lost names records already gone: the
+				// step's re-run lists again.
+				return withCode(fault.Transient(err), "InvalidChangeBatch")
+			}
 			return p.classify(err, false)
 		}
 	}
-	if _, err := p.r53.DeleteHostedZone(ctx, &route53.DeleteHostedZoneInput{Id: &z.ID}); err != nil && !isCode(err, "NoSuchHostedZone") {
+	if _, err := p.r53.DeleteHostedZone(ctx, &route53.DeleteHostedZoneInput{Id: &z.ID}); err != nil && !gone(err) {
 		return p.classify(err, false)
 	}
 	return nil
@@ -212,16 +232,31 @@ func (p *Provider) EnsurePeering(ctx context.Context, s PeeringSpec) (string, er
 		if s.PeerRegion != "" {
 			in.PeerRegion = &s.PeerRegion
 		}
-		created, err := p.ec2.CreateVpcPeeringConnection(ctx, in)
+		find := func(ctx context.Context) (ec2types.VpcPeeringConnection, bool, error) {
+			out, err := p.ec2.DescribeVpcPeeringConnections(ctx, &ec2.DescribeVpcPeeringConnectionsInput{Filters: append(s.Tags.ec2Filters(),
+				ec2types.Filter{Name: ptr("status-code"), Values: []string{"pending-acceptance", "active", "provisioning", "initiating-request"}})})
+			if err != nil || len(out.VpcPeeringConnections) == 0 {
+				return ec2types.VpcPeeringConnection{}, false, err
+			}
+			return out.VpcPeeringConnections[0], true, nil
+		}
+		// No idempotency key: the tags in the same call are what a look-up finds.
+		pc, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (ec2types.VpcPeeringConnection, error) {
+			created, err := p.ec2.CreateVpcPeeringConnection(ctx, in, ec2NoRetry)
+			if err != nil {
+				return ec2types.VpcPeeringConnection{}, err
+			}
+			return *created.VpcPeeringConnection, nil
+		})
 		if err != nil {
 			return "", p.classify(err, false)
 		}
-		pc = *created.VpcPeeringConnection
 	}
 	id := deref(pc.VpcPeeringConnectionId)
 	sameSide := s.PeerOwnerID == "" && (s.PeerRegion == "" || s.PeerRegion == p.region)
 	if sameSide && pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodePendingAcceptance {
-		if _, err := p.ec2.AcceptVpcPeeringConnection(ctx, &ec2.AcceptVpcPeeringConnectionInput{VpcPeeringConnectionId: &id}); err != nil {
+		// A repeated accept of an accepted connection is refused as a state transition.
+		if _, err := p.ec2.AcceptVpcPeeringConnection(ctx, &ec2.AcceptVpcPeeringConnectionInput{VpcPeeringConnectionId: &id}); err != nil && !isCode(err, "InvalidStateTransition") {
 			return id, p.classify(err, true)
 		}
 	}
@@ -238,7 +273,7 @@ func (p *Provider) DeletePeering(ctx context.Context, t Tags) error {
 		if pc.Status != nil && (pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeDeleted || pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeDeleting) {
 			continue
 		}
-		if _, err := p.ec2.DeleteVpcPeeringConnection(ctx, &ec2.DeleteVpcPeeringConnectionInput{VpcPeeringConnectionId: pc.VpcPeeringConnectionId}); err != nil && !isCode(err, "InvalidVpcPeeringConnectionID.NotFound") {
+		if _, err := p.ec2.DeleteVpcPeeringConnection(ctx, &ec2.DeleteVpcPeeringConnectionInput{VpcPeeringConnectionId: pc.VpcPeeringConnectionId}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}

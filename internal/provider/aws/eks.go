@@ -45,6 +45,9 @@ type Cluster struct {
 	Version  string `json:"version,omitempty"`
 }
 
+// stepCluster names the kubernetes family's cluster step, for idempotency keys.
+const stepCluster = "create_cluster"
+
 // EnsureCluster creates the EKS control plane (private and public endpoint, secrets
 // encryption left to the account's default key) or finds this job's.
 func (p *Provider) EnsureCluster(ctx context.Context, s ClusterSpec) (Cluster, error) {
@@ -63,7 +66,7 @@ func (p *Provider) EnsureCluster(ctx context.Context, s ClusterSpec) (Cluster, e
 		ResourcesVpcConfig: &ekstypes.VpcConfigRequest{SubnetIds: s.SubnetIDs, SecurityGroupIds: s.SecurityGroupIDs,
 			EndpointPrivateAccess: ptr(true), EndpointPublicAccess: ptr(true)},
 		// EKS's idempotency key: a retried create after a lost response is not a second cluster.
-		ClientRequestToken: ptr(clientToken(s.Tags.WithRole("eks-cluster"))),
+		ClientRequestToken: ptr(clientToken(stepCluster, s.Tags.WithRole("eks-cluster"))),
 		AccessConfig:       &ekstypes.CreateAccessConfigRequest{AuthenticationMode: ekstypes.AuthenticationModeApiAndConfigMap, BootstrapClusterCreatorAdminPermissions: ptr(true)},
 	}
 	if s.Version != "" {
@@ -113,8 +116,19 @@ func (p *Provider) EnsureNodeGroup(ctx context.Context, t Tags, cluster string, 
 		ClusterName: &cluster, NodegroupName: &s.Name, NodeRole: &s.NodeRoleARN, Subnets: s.SubnetIDs,
 		InstanceTypes: []string{s.InstanceType}, Tags: t.WithRole("node-group-" + s.Name).Map(),
 		ScalingConfig:      &ekstypes.NodegroupScalingConfig{MinSize: &s.Min, MaxSize: &s.Max, DesiredSize: &desired},
-		ClientRequestToken: ptr(clientToken(t.WithRole("ng-" + s.Name))),
+		ClientRequestToken: ptr(clientToken(stepCluster, t.WithRole("ng-"+s.Name))),
 	})
+	if isCode(err, "ResourceInUseException") {
+		// A repeat after a lost answer meets the group it made: adopt it when it is this job's.
+		got, derr := p.eks.DescribeNodegroup(ctx, &eks.DescribeNodegroupInput{ClusterName: &cluster, NodegroupName: &s.Name})
+		if derr != nil {
+			return false, p.classify(err, true) // not visible yet: the re-run looks again
+		}
+		if !t.Owns(got.Nodegroup.Tags) {
+			return false, alreadyExists("node group", s.Name)
+		}
+		return got.Nodegroup.Status == ekstypes.NodegroupStatusActive, nil
+	}
 	if err != nil {
 		return false, p.classify(err, true)
 	}
@@ -139,7 +153,7 @@ func (p *Provider) DeleteCluster(ctx context.Context, t Tags, name string) (done
 		return false, p.classify(err, false)
 	}
 	for _, ng := range ngs.Nodegroups {
-		if _, err := p.eks.DeleteNodegroup(ctx, &eks.DeleteNodegroupInput{ClusterName: &name, NodegroupName: ptr(ng)}); err != nil && !isCode(err, "ResourceNotFoundException", "ResourceInUseException") {
+		if _, err := p.eks.DeleteNodegroup(ctx, &eks.DeleteNodegroupInput{ClusterName: &name, NodegroupName: ptr(ng)}); err != nil && !gone(err) && !isCode(err, "ResourceInUseException") {
 			return false, p.classify(err, false)
 		}
 	}
@@ -147,7 +161,7 @@ func (p *Provider) DeleteCluster(ctx context.Context, t Tags, name string) (done
 		return false, nil
 	}
 	if got.Cluster.Status != ekstypes.ClusterStatusDeleting {
-		if _, err := p.eks.DeleteCluster(ctx, &eks.DeleteClusterInput{Name: &name}); err != nil && !isCode(err, "ResourceNotFoundException") {
+		if _, err := p.eks.DeleteCluster(ctx, &eks.DeleteClusterInput{Name: &name}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}

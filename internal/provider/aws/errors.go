@@ -12,7 +12,11 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
+
+// CodeOutboundRefused is the code of a call whose endpoint the outbound policy refused.
+const CodeOutboundRefused = "OutboundRefused"
 
 // Op tells Classify what was being done, so that a hint can name the permission and a "not
 // found" can be told apart from eventual consistency.
@@ -82,6 +86,9 @@ func Classify(err error, op Op) error {
 		status = re.HTTPStatusCode()
 	}
 	switch {
+	case errors.Is(err, netguard.ErrRefused):
+		return fault.UserAction(err, CodeOutboundRefused,
+			"The cloud account's endpoint is refused by Groundwork's outbound policy (link-local and metadata addresses, or outside --outbound-allow): set config.endpoint to an allowed address.", "")
 	case throttleCodes[code]:
 		return withCode(fault.Transient(err), code)
 	case deniedCodes[code]:
@@ -100,6 +107,11 @@ func Classify(err error, op Op) error {
 		return fault.UserAction(err, code, hint, quotaConsoleURL(svc, op.Region))
 	case transientCodes[code]:
 		return withCode(fault.Transient(err), code)
+	case isConflictCode(code):
+		// Most often the job's own earlier attempt whose answer was lost: the step's re-run
+		// looks it up by tag or name and adopts it. A stranger's resource is named as a
+		// user_action by the driver that finds it, never here, where nobody has looked.
+		return withCode(fault.Transient(err), code)
 	case op.AfterCreate && isNotFound(code):
 		return withCode(fault.Transient(err), code)
 	case status >= 500 || status == http.StatusTooManyRequests:
@@ -108,6 +120,15 @@ func Classify(err error, op Op) error {
 		return withCode(fault.Transient(err), "Network")
 	}
 	return withCode(fault.System(err), code)
+}
+
+// apiCode is the AWS error code of err, or "".
+func apiCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
 }
 
 func withCode(err error, code string) error {

@@ -94,6 +94,30 @@ func TestClassify(t *testing.T) {
 			err:   opErr("STS", "GetCallerIdentity", &smithy.GenericAPIError{Code: "ExpiredToken"}, 403),
 			class: job.ClassUserAction, code: "ExpiredToken", hintHas: "credentials",
 		},
+		"a subnet CIDR conflict after a lost answer is transient, never system": {
+			err:   opErr("EC2", "CreateSubnet", &smithy.GenericAPIError{Code: "InvalidSubnet.Conflict", Message: "The CIDR '10.62.48.0/20' conflicts with another subnet"}, 400),
+			class: job.ClassTransient, code: "InvalidSubnet.Conflict",
+		},
+		"a duplicate security group name is transient": {
+			err:   opErr("EC2", "CreateSecurityGroup", &smithy.GenericAPIError{Code: "InvalidGroup.Duplicate"}, 400),
+			class: job.ClassTransient, code: "InvalidGroup.Duplicate",
+		},
+		"typed iam entity already exists is transient": {
+			err:   opErr("IAM", "CreateRole", &iamtypes.EntityAlreadyExistsException{Message: ptr("exists")}, 409),
+			class: job.ClassTransient, code: "EntityAlreadyExists",
+		},
+		"typed ecr repository already exists is transient": {
+			err:   opErr("ECR", "CreateRepository", &ecrtypes.RepositoryAlreadyExistsException{Message: ptr("exists")}, 400),
+			class: job.ClassTransient, code: "RepositoryAlreadyExistsException",
+		},
+		"rds subnet group already exists is transient": {
+			err:   opErr("RDS", "CreateDBSubnetGroup", &rdstypes.DBSubnetGroupAlreadyExistsFault{Message: ptr("exists")}, 400),
+			class: job.ClassTransient, code: "DBSubnetGroupAlreadyExists",
+		},
+		"a duplicate load balancer name is transient": {
+			err:   opErr("Elastic Load Balancing v2", "CreateLoadBalancer", &smithy.GenericAPIError{Code: "DuplicateLoadBalancerName"}, 400),
+			class: job.ClassTransient, code: "DuplicateLoadBalancerName",
+		},
 		"already classified stays": {
 			err:   fault.UserAction(errors.New("x"), "Mine", "do it", ""),
 			class: job.ClassUserAction, code: "Mine",

@@ -134,6 +134,9 @@ func (p *Provider) EnsureRole(ctx context.Context, s RoleSpec) (Role, error) {
 			ip = made.InstanceProfile
 		} else if prof, err = p.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: &name}); err != nil {
 			return r, p.classify(err, true)
+		} else if !s.Tags.Owns(iamTagMap(prof.InstanceProfile.Tags)) {
+			// A repeat after a lost answer meets the profile it made; a stranger's is refused.
+			return r, alreadyExists("instance profile", name)
 		} else {
 			ip = prof.InstanceProfile
 		}
@@ -168,11 +171,11 @@ func (p *Provider) DeleteRole(ctx context.Context, t Tags) error {
 	}
 	if prof, err := p.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: &name}); err == nil {
 		for _, r := range prof.InstanceProfile.Roles {
-			if _, err := p.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: &name, RoleName: r.RoleName}); err != nil && !isCode(err, "NoSuchEntity") {
+			if _, err := p.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: &name, RoleName: r.RoleName}); err != nil && !gone(err) {
 				return p.classify(err, false)
 			}
 		}
-		if _, err := p.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: &name}); err != nil && !isCode(err, "NoSuchEntity") {
+		if _, err := p.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: &name}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	} else if !isCode(err, "NoSuchEntity") {
@@ -183,7 +186,7 @@ func (p *Provider) DeleteRole(ctx context.Context, t Tags) error {
 		return p.classify(err, false)
 	}
 	for _, ap := range attached.AttachedPolicies {
-		if _, err := p.iam.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: &name, PolicyArn: ap.PolicyArn}); err != nil && !isCode(err, "NoSuchEntity") {
+		if _, err := p.iam.DetachRolePolicy(ctx, &iam.DetachRolePolicyInput{RoleName: &name, PolicyArn: ap.PolicyArn}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}
@@ -192,11 +195,11 @@ func (p *Provider) DeleteRole(ctx context.Context, t Tags) error {
 		return p.classify(err, false)
 	}
 	for _, pn := range inline.PolicyNames {
-		if _, err := p.iam.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: &name, PolicyName: ptr(pn)}); err != nil && !isCode(err, "NoSuchEntity") {
+		if _, err := p.iam.DeleteRolePolicy(ctx, &iam.DeleteRolePolicyInput{RoleName: &name, PolicyName: ptr(pn)}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}
-	if _, err := p.iam.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: &name}); err != nil && !isCode(err, "NoSuchEntity") {
+	if _, err := p.iam.DeleteRole(ctx, &iam.DeleteRoleInput{RoleName: &name}); err != nil && !gone(err) {
 		return p.classify(err, false)
 	}
 	return nil

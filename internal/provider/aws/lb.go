@@ -91,14 +91,34 @@ func (p *Provider) EnsureLoadBalancer(ctx context.Context, s LBSpec) (LoadBalanc
 			return LoadBalancer{}, alreadyExists("load balancer", name)
 		}
 	} else {
-		created, err := p.elb.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
-			Name: &name, Type: elbtypes.LoadBalancerTypeEnumApplication, Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing,
-			Subnets: s.PublicSubnetIDs, SecurityGroups: []string{s.SecurityGroupID}, Tags: s.Tags.WithRole("lb").elb(),
+		// The name is ELB's key (a repeat with the same settings answers the same load
+		// balancer); the look-up by name before any repeat covers emulators that make a second.
+		find := func(ctx context.Context) (elbtypes.LoadBalancer, bool, error) {
+			out, err := p.elb.DescribeLoadBalancers(ctx, &elbv2.DescribeLoadBalancersInput{Names: []string{name}})
+			if isCode(err, "LoadBalancerNotFound") {
+				return elbtypes.LoadBalancer{}, false, nil
+			}
+			if err != nil || len(out.LoadBalancers) == 0 {
+				return elbtypes.LoadBalancer{}, false, err
+			}
+			if owned, err := p.elbOwned(ctx, s.Tags, deref(out.LoadBalancers[0].LoadBalancerArn)); err != nil || !owned {
+				return elbtypes.LoadBalancer{}, false, firstErr(err, alreadyExists("load balancer", name))
+			}
+			return out.LoadBalancers[0], true, nil
+		}
+		lb, err = createOnce(ctx, p.elb.Options().Retryer, find, func(ctx context.Context) (elbtypes.LoadBalancer, error) {
+			created, err := p.elb.CreateLoadBalancer(ctx, &elbv2.CreateLoadBalancerInput{
+				Name: &name, Type: elbtypes.LoadBalancerTypeEnumApplication, Scheme: elbtypes.LoadBalancerSchemeEnumInternetFacing,
+				Subnets: s.PublicSubnetIDs, SecurityGroups: []string{s.SecurityGroupID}, Tags: s.Tags.WithRole("lb").elb(),
+			}, elbNoRetry)
+			if err != nil {
+				return elbtypes.LoadBalancer{}, err
+			}
+			return created.LoadBalancers[0], nil
 		})
 		if err != nil {
 			return LoadBalancer{}, p.classify(err, false)
 		}
-		lb = created.LoadBalancers[0]
 	}
 	r := LoadBalancer{ARN: deref(lb.LoadBalancerArn), DNSName: deref(lb.DNSName), ZoneID: deref(lb.CanonicalHostedZoneId)}
 	if lb.State != nil {
@@ -142,16 +162,34 @@ func (p *Provider) EnsureTargetGroup(ctx context.Context, s LBSpec) (string, err
 	if err != nil && !isCode(err, "TargetGroupNotFound") {
 		return "", p.classify(err, false)
 	}
-	created, err := p.elb.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{
-		Name: &name, Protocol: elbtypes.ProtocolEnumHttp, Port: ptr(int32(80)), VpcId: &s.VPCID,
-		TargetType: elbtypes.TargetTypeEnumInstance, HealthCheckEnabled: ptr(true),
-		HealthCheckPath: &s.HealthPath, HealthCheckPort: ptr(fmt.Sprint(s.HealthPort)), HealthCheckProtocol: elbtypes.ProtocolEnumHttp,
-		Matcher: &elbtypes.Matcher{HttpCode: ptr("200-399")}, Tags: s.Tags.WithRole("target-group").elb(),
-	})
-	if err != nil {
-		return "", p.classify(err, false)
+	find := func(ctx context.Context) (string, bool, error) {
+		out, err := p.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{name}})
+		if isCode(err, "TargetGroupNotFound") {
+			return "", false, nil
+		}
+		if err != nil || len(out.TargetGroups) == 0 {
+			return "", false, err
+		}
+		arn := deref(out.TargetGroups[0].TargetGroupArn)
+		if owned, err := p.elbOwned(ctx, s.Tags, arn); err != nil || !owned {
+			return "", false, firstErr(err, alreadyExists("target group", name))
+		}
+		return arn, true, nil
 	}
-	return deref(created.TargetGroups[0].TargetGroupArn), nil
+	// The name is the key, as for the load balancer.
+	arn, err := createOnce(ctx, p.elb.Options().Retryer, find, func(ctx context.Context) (string, error) {
+		created, err := p.elb.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{
+			Name: &name, Protocol: elbtypes.ProtocolEnumHttp, Port: ptr(int32(80)), VpcId: &s.VPCID,
+			TargetType: elbtypes.TargetTypeEnumInstance, HealthCheckEnabled: ptr(true),
+			HealthCheckPath: &s.HealthPath, HealthCheckPort: ptr(fmt.Sprint(s.HealthPort)), HealthCheckProtocol: elbtypes.ProtocolEnumHttp,
+			Matcher: &elbtypes.Matcher{HttpCode: ptr("200-399")}, Tags: s.Tags.WithRole("target-group").elb(),
+		}, elbNoRetry)
+		if err != nil {
+			return "", err
+		}
+		return deref(created.TargetGroups[0].TargetGroupArn), nil
+	})
+	return arn, p.classify(err, false)
 }
 
 // EnsureListeners adds one listener per port forwarding to the target group: 443 is HTTPS with
@@ -185,13 +223,38 @@ func (p *Provider) EnsureListeners(ctx context.Context, s LBSpec, lbARN, tgARN, 
 			in.SslPolicy = ptr("ELBSecurityPolicy-TLS13-1-2-2021-06")
 			in.Certificates = []elbtypes.Certificate{{CertificateArn: &certARN}}
 		}
-		created, err := p.elb.CreateListener(ctx, in)
+		// A listener is keyed by its port on this job's balancer: looked up before any repeat.
+		find := func(ctx context.Context) (string, bool, error) {
+			arn, err := p.listenerOn(ctx, lbARN, port)
+			return arn, arn != "", err
+		}
+		arn, err := createOnce(ctx, p.elb.Options().Retryer, find, func(ctx context.Context) (string, error) {
+			created, err := p.elb.CreateListener(ctx, in, elbNoRetry)
+			if err != nil {
+				return "", err
+			}
+			return deref(created.Listeners[0].ListenerArn), nil
+		})
 		if err != nil {
 			return arns, p.classify(err, true)
 		}
-		arns = append(arns, deref(created.Listeners[0].ListenerArn))
+		arns = append(arns, arn)
 	}
 	return arns, nil
+}
+
+// listenerOn returns the ARN of the balancer's listener on port, or "".
+func (p *Provider) listenerOn(ctx context.Context, lbARN string, port int32) (string, error) {
+	out, err := p.elb.DescribeListeners(ctx, &elbv2.DescribeListenersInput{LoadBalancerArn: &lbARN})
+	if err != nil {
+		return "", err
+	}
+	for _, l := range out.Listeners {
+		if deref(l.Port) == port {
+			return deref(l.ListenerArn), nil
+		}
+	}
+	return "", nil
 }
 
 // EnsureCertificate returns the certificate for 443: the given ARN, else a self-signed one for
@@ -214,11 +277,20 @@ func (p *Provider) EnsureCertificate(ctx context.Context, t Tags, certARN, domai
 	for _, k := range sortedKeys(m) {
 		tags = append(tags, acmtypes.Tag{Key: ptr(k), Value: ptr(m[k])})
 	}
-	out, err := p.acm.ImportCertificate(ctx, &acm.ImportCertificateInput{Certificate: certPEM, PrivateKey: keyPEM, Tags: tags})
+	// ImportCertificate has no idempotency key: the tags in the same call are what a look-up
+	// finds before any repeat.
+	find := func(ctx context.Context) (string, bool, error) { return p.findSelfSigned(ctx, t) }
+	arn, err = createOnce(ctx, p.acm.Options().Retryer, find, func(ctx context.Context) (string, error) {
+		out, err := p.acm.ImportCertificate(ctx, &acm.ImportCertificateInput{Certificate: certPEM, PrivateKey: keyPEM, Tags: tags}, acmNoRetry)
+		if err != nil {
+			return "", err
+		}
+		return deref(out.CertificateArn), nil
+	})
 	if err != nil {
 		return "", false, p.classify(err, false)
 	}
-	return deref(out.CertificateArn), true, nil
+	return arn, true, nil
 }
 
 func selfSignedCert(domain string) (certPEM, keyPEM []byte, err error) {
@@ -342,7 +414,7 @@ func (p *Provider) DeleteListeners(ctx context.Context, t Tags) error {
 		return p.classify(err, false)
 	}
 	for _, l := range ls.Listeners {
-		if _, err := p.elb.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: l.ListenerArn}); err != nil && !isCode(err, "ListenerNotFound") {
+		if _, err := p.elb.DeleteListener(ctx, &elbv2.DeleteListenerInput{ListenerArn: l.ListenerArn}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}
@@ -359,7 +431,7 @@ func (p *Provider) DeleteALB(ctx context.Context, t Tags) error {
 		return err
 	}
 	if lb != nil {
-		if _, err := p.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: lb.LoadBalancerArn}); err != nil && !isCode(err, "LoadBalancerNotFound") {
+		if _, err := p.elb.DeleteLoadBalancer(ctx, &elbv2.DeleteLoadBalancerInput{LoadBalancerArn: lb.LoadBalancerArn}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}
@@ -368,7 +440,7 @@ func (p *Provider) DeleteALB(ctx context.Context, t Tags) error {
 		return err
 	}
 	// ResourceInUse while the deleted LB still holds it: transient by classification.
-	if _, err := p.acm.DeleteCertificate(ctx, &acm.DeleteCertificateInput{CertificateArn: &arn}); err != nil && !isCode(err, "ResourceNotFoundException") {
+	if _, err := p.acm.DeleteCertificate(ctx, &acm.DeleteCertificateInput{CertificateArn: &arn}); err != nil && !gone(err) {
 		return p.classify(err, false)
 	}
 	return nil
@@ -384,7 +456,7 @@ func (p *Provider) DeleteTargetGroup(ctx context.Context, t Tags) error {
 		return p.classify(err, false)
 	}
 	for _, tg := range out.TargetGroups {
-		if _, err := p.elb.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn}); err != nil && !isCode(err, "TargetGroupNotFound") {
+		if _, err := p.elb.DeleteTargetGroup(ctx, &elbv2.DeleteTargetGroupInput{TargetGroupArn: tg.TargetGroupArn}); err != nil && !gone(err) {
 			return p.classify(err, true) // ResourceInUse while a listener lets go: transient
 		}
 	}

@@ -129,7 +129,7 @@ func (p *Provider) DeleteNetwork(ctx context.Context, t Tags) (done bool, err er
 		case ec2types.NatGatewayStateDeleting:
 			done = false
 		default:
-			if _, err := p.ec2.DeleteNatGateway(ctx, &ec2.DeleteNatGatewayInput{NatGatewayId: g.NatGatewayId}); err != nil && !isCode(err, "NatGatewayNotFound", "InvalidNatGatewayID.NotFound") {
+			if _, err := p.ec2.DeleteNatGateway(ctx, &ec2.DeleteNatGatewayInput{NatGatewayId: g.NatGatewayId}); err != nil && !gone(err) {
 				return false, p.classify(err, false)
 			}
 		}
@@ -140,7 +140,7 @@ func (p *Provider) DeleteNetwork(ctx context.Context, t Tags) (done bool, err er
 		return false, p.classify(err, false)
 	}
 	for _, a := range addrs.Addresses {
-		if _, err := p.ec2.ReleaseAddress(ctx, &ec2.ReleaseAddressInput{AllocationId: a.AllocationId}); err != nil && !isCode(err, "InvalidAllocationID.NotFound") {
+		if _, err := p.ec2.ReleaseAddress(ctx, &ec2.ReleaseAddressInput{AllocationId: a.AllocationId}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}
@@ -153,11 +153,11 @@ func (p *Provider) DeleteNetwork(ctx context.Context, t Tags) (done bool, err er
 			if a.Main != nil && *a.Main {
 				continue
 			}
-			if _, err := p.ec2.DisassociateRouteTable(ctx, &ec2.DisassociateRouteTableInput{AssociationId: a.RouteTableAssociationId}); err != nil && !isCode(err, "InvalidAssociationID.NotFound") {
+			if _, err := p.ec2.DisassociateRouteTable(ctx, &ec2.DisassociateRouteTableInput{AssociationId: a.RouteTableAssociationId}); err != nil && !gone(err) {
 				return false, p.classify(err, false)
 			}
 		}
-		if _, err := p.ec2.DeleteRouteTable(ctx, &ec2.DeleteRouteTableInput{RouteTableId: rt.RouteTableId}); err != nil && !isCode(err, "InvalidRouteTableID.NotFound") {
+		if _, err := p.ec2.DeleteRouteTable(ctx, &ec2.DeleteRouteTableInput{RouteTableId: rt.RouteTableId}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}
@@ -166,7 +166,7 @@ func (p *Provider) DeleteNetwork(ctx context.Context, t Tags) (done bool, err er
 		return false, p.classify(err, false)
 	}
 	for _, sn := range subnets.Subnets {
-		if _, err := p.ec2.DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: sn.SubnetId}); err != nil && !isCode(err, "InvalidSubnetID.NotFound") {
+		if _, err := p.ec2.DeleteSubnet(ctx, &ec2.DeleteSubnetInput{SubnetId: sn.SubnetId}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}
@@ -176,11 +176,11 @@ func (p *Provider) DeleteNetwork(ctx context.Context, t Tags) (done bool, err er
 	}
 	for _, g := range igws.InternetGateways {
 		for _, a := range g.Attachments {
-			if _, err := p.ec2.DetachInternetGateway(ctx, &ec2.DetachInternetGatewayInput{InternetGatewayId: g.InternetGatewayId, VpcId: a.VpcId}); err != nil && !isCode(err, "Gateway.NotAttached", "InvalidInternetGatewayID.NotFound") {
+			if _, err := p.ec2.DetachInternetGateway(ctx, &ec2.DetachInternetGatewayInput{InternetGatewayId: g.InternetGatewayId, VpcId: a.VpcId}); err != nil && !gone(err) && !isCode(err, "Gateway.NotAttached") {
 				return false, p.classify(err, false)
 			}
 		}
-		if _, err := p.ec2.DeleteInternetGateway(ctx, &ec2.DeleteInternetGatewayInput{InternetGatewayId: g.InternetGatewayId}); err != nil && !isCode(err, "InvalidInternetGatewayID.NotFound") {
+		if _, err := p.ec2.DeleteInternetGateway(ctx, &ec2.DeleteInternetGatewayInput{InternetGatewayId: g.InternetGatewayId}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}
@@ -192,7 +192,7 @@ func (p *Provider) DeleteNetwork(ctx context.Context, t Tags) (done bool, err er
 		if err := p.deleteVPCLeftovers(ctx, deref(v.VpcId)); err != nil {
 			return false, err
 		}
-		if _, err := p.ec2.DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: v.VpcId}); err != nil && !isCode(err, "InvalidVpcID.NotFound") {
+		if _, err := p.ec2.DeleteVpc(ctx, &ec2.DeleteVpcInput{VpcId: v.VpcId}); err != nil && !gone(err) {
 			return false, p.classify(err, false)
 		}
 	}
@@ -210,7 +210,7 @@ func (p *Provider) deleteVPCLeftovers(ctx context.Context, vpcID string) error {
 		if deref(g.GroupName) == "default" {
 			continue
 		}
-		if _, err := p.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil && !isCode(err, "InvalidGroup.NotFound") {
+		if _, err := p.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}
@@ -254,29 +254,45 @@ func (p *Provider) adoptVPC(ctx context.Context, s NetworkSpec) (Network, error)
 	return n, nil
 }
 
+// stepNetwork names the step that builds the network in every family, for idempotency keys.
+const stepNetwork = "create_network"
+
 func (p *Provider) ensureVPC(ctx context.Context, t Tags, cidr string) (string, error) {
-	out, err := p.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: t.ec2Filters()})
+	find := func(ctx context.Context) (string, bool, error) {
+		out, err := p.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: t.ec2Filters()})
+		if err != nil || len(out.Vpcs) == 0 {
+			return "", false, err
+		}
+		return deref(out.Vpcs[0].VpcId), true, nil
+	}
+	id, found, err := find(ctx)
 	if err != nil {
 		return "", p.classify(err, false)
 	}
-	if len(out.Vpcs) > 0 {
-		return deref(out.Vpcs[0].VpcId), nil
+	if !found {
+		// CreateVpc has no idempotency key: the tags in the same call are what a look-up finds.
+		id, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (string, error) {
+			out, err := p.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: &cidr, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeVpc)}, ec2NoRetry)
+			if err != nil {
+				return "", err
+			}
+			return deref(out.Vpc.VpcId), nil
+		})
+		if err != nil {
+			return "", p.classify(err, false)
+		}
 	}
-	created, err := p.ec2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: &cidr, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeVpc)})
-	if err != nil {
-		return "", p.classify(err, false)
-	}
-	id := created.Vpc.VpcId
-	// Hostnames are needed by RDS and EKS private endpoints.
+	// Hostnames are needed by RDS and EKS private endpoints. Set on every run (it is
+	// idempotent), so that a run that lost its way between the create and these still sets them.
 	for _, attr := range []*ec2.ModifyVpcAttributeInput{
-		{VpcId: id, EnableDnsSupport: &ec2types.AttributeBooleanValue{Value: ptr(true)}},
-		{VpcId: id, EnableDnsHostnames: &ec2types.AttributeBooleanValue{Value: ptr(true)}},
+		{VpcId: &id, EnableDnsSupport: &ec2types.AttributeBooleanValue{Value: ptr(true)}},
+		{VpcId: &id, EnableDnsHostnames: &ec2types.AttributeBooleanValue{Value: ptr(true)}},
 	} {
 		if _, err := p.ec2.ModifyVpcAttribute(ctx, attr); err != nil {
 			return "", p.classify(err, true)
 		}
 	}
-	return deref(id), nil
+	return id, nil
 }
 
 func (p *Provider) zones(ctx context.Context, n int) ([]string, error) {
@@ -315,50 +331,88 @@ func subnetCIDRs(prefix netip.Prefix, n int) []string {
 }
 
 func (p *Provider) ensureSubnet(ctx context.Context, t Tags, vpcID, cidr, az string, public bool) (string, error) {
-	out, err := p.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: t.ec2Filters()})
+	find := func(ctx context.Context) (ec2types.Subnet, bool, error) {
+		out, err := p.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: t.ec2Filters()})
+		if err != nil || len(out.Subnets) == 0 {
+			return ec2types.Subnet{}, false, err
+		}
+		return out.Subnets[0], true, nil
+	}
+	sn, found, err := find(ctx)
 	if err != nil {
 		return "", p.classify(err, false)
 	}
-	if len(out.Subnets) > 0 {
-		return deref(out.Subnets[0].SubnetId), nil
+	if !found {
+		sn, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (ec2types.Subnet, error) {
+			out, err := p.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{
+				VpcId: &vpcID, CidrBlock: &cidr, AvailabilityZone: &az,
+				TagSpecifications: t.ec2Spec(ec2types.ResourceTypeSubnet),
+			}, ec2NoRetry)
+			if err != nil {
+				return ec2types.Subnet{}, err
+			}
+			return *out.Subnet, nil
+		})
+		if isCode(err, "InvalidSubnet.Conflict") {
+			return "", p.subnetConflict(ctx, err, vpcID, cidr)
+		}
+		if err != nil {
+			return "", p.classify(err, true)
+		}
 	}
-	created, err := p.ec2.CreateSubnet(ctx, &ec2.CreateSubnetInput{
-		VpcId: &vpcID, CidrBlock: &cidr, AvailabilityZone: &az,
-		TagSpecifications: t.ec2Spec(ec2types.ResourceTypeSubnet),
-	})
-	if err != nil {
-		return "", p.classify(err, true)
-	}
-	if public {
+	if public && !deref(sn.MapPublicIpOnLaunch) {
+		// Also on a re-run: the run that created the subnet may have lost its way before this.
 		if _, err := p.ec2.ModifySubnetAttribute(ctx, &ec2.ModifySubnetAttributeInput{
-			SubnetId: created.Subnet.SubnetId, MapPublicIpOnLaunch: &ec2types.AttributeBooleanValue{Value: ptr(true)},
+			SubnetId: sn.SubnetId, MapPublicIpOnLaunch: &ec2types.AttributeBooleanValue{Value: ptr(true)},
 		}); err != nil {
 			return "", p.classify(err, true)
 		}
 	}
-	return deref(created.Subnet.SubnetId), nil
+	return deref(sn.SubnetId), nil
+}
+
+// subnetConflict explains a CIDR conflict that a look-up by this job's tags did not resolve:
+// the block is taken by a subnet that is not this job's, which the user must move.
+func (p *Provider) subnetConflict(ctx context.Context, err error, vpcID, cidr string) error {
+	out, derr := p.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{
+		{Name: ptr("vpc-id"), Values: []string{vpcID}}, {Name: ptr("cidr-block"), Values: []string{cidr}}}})
+	if derr != nil || len(out.Subnets) == 0 {
+		// Not visible yet (eventual consistency): the step's re-run looks again.
+		return p.classify(err, true)
+	}
+	return alreadyExists("subnet", deref(out.Subnets[0].SubnetId)+" ("+cidr+")")
 }
 
 func (p *Provider) ensureIGW(ctx context.Context, t Tags, vpcID string) (string, error) {
-	out, err := p.ec2.DescribeInternetGateways(ctx, &ec2.DescribeInternetGatewaysInput{Filters: t.ec2Filters()})
+	find := func(ctx context.Context) (ec2types.InternetGateway, bool, error) {
+		out, err := p.ec2.DescribeInternetGateways(ctx, &ec2.DescribeInternetGatewaysInput{Filters: t.ec2Filters()})
+		if err != nil || len(out.InternetGateways) == 0 {
+			return ec2types.InternetGateway{}, false, err
+		}
+		return out.InternetGateways[0], true, nil
+	}
+	g, found, err := find(ctx)
 	if err != nil {
 		return "", p.classify(err, false)
 	}
-	var g ec2types.InternetGateway
-	if len(out.InternetGateways) > 0 {
-		g = out.InternetGateways[0]
-	} else {
-		created, err := p.ec2.CreateInternetGateway(ctx, &ec2.CreateInternetGatewayInput{TagSpecifications: t.ec2Spec(ec2types.ResourceTypeInternetGateway)})
+	if !found {
+		g, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (ec2types.InternetGateway, error) {
+			out, err := p.ec2.CreateInternetGateway(ctx, &ec2.CreateInternetGatewayInput{TagSpecifications: t.ec2Spec(ec2types.ResourceTypeInternetGateway)}, ec2NoRetry)
+			if err != nil {
+				return ec2types.InternetGateway{}, err
+			}
+			return *out.InternetGateway, nil
+		})
 		if err != nil {
 			return "", p.classify(err, false)
 		}
-		g = *created.InternetGateway
 	}
 	for _, a := range g.Attachments {
 		if deref(a.VpcId) == vpcID {
 			return deref(g.InternetGatewayId), nil
 		}
 	}
+	// A repeat after a lost answer meets the attachment it made: Resource.AlreadyAssociated.
 	if _, err := p.ec2.AttachInternetGateway(ctx, &ec2.AttachInternetGatewayInput{InternetGatewayId: g.InternetGatewayId, VpcId: &vpcID}); err != nil && !isCode(err, "Resource.AlreadyAssociated") {
 		return "", p.classify(err, true)
 	}
@@ -366,19 +420,30 @@ func (p *Provider) ensureIGW(ctx context.Context, t Tags, vpcID string) (string,
 }
 
 func (p *Provider) ensureRouteTable(ctx context.Context, t Tags, vpcID string, subnetIDs []string) (string, error) {
-	out, err := p.ec2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: t.ec2Filters()})
+	find := func(ctx context.Context) (ec2types.RouteTable, bool, error) {
+		out, err := p.ec2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: t.ec2Filters()})
+		if err != nil || len(out.RouteTables) == 0 {
+			return ec2types.RouteTable{}, false, err
+		}
+		return out.RouteTables[0], true, nil
+	}
+	rt, found, err := find(ctx)
 	if err != nil {
 		return "", p.classify(err, false)
 	}
-	var rt ec2types.RouteTable
-	if len(out.RouteTables) > 0 {
-		rt = out.RouteTables[0]
-	} else {
-		created, err := p.ec2.CreateRouteTable(ctx, &ec2.CreateRouteTableInput{VpcId: &vpcID, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeRouteTable)})
+	if !found {
+		// EC2's key where it is honoured, and the look-up where it is not.
+		rt, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (ec2types.RouteTable, error) {
+			out, err := p.ec2.CreateRouteTable(ctx, &ec2.CreateRouteTableInput{VpcId: &vpcID, ClientToken: ptr(clientToken(stepNetwork, t)),
+				TagSpecifications: t.ec2Spec(ec2types.ResourceTypeRouteTable)}, ec2NoRetry)
+			if err != nil {
+				return ec2types.RouteTable{}, err
+			}
+			return *out.RouteTable, nil
+		})
 		if err != nil {
 			return "", p.classify(err, true)
 		}
-		rt = *created.RouteTable
 	}
 	associated := map[string]bool{}
 	for _, a := range rt.Associations {
@@ -388,11 +453,32 @@ func (p *Provider) ensureRouteTable(ctx context.Context, t Tags, vpcID string, s
 		if associated[sn] {
 			continue
 		}
-		if _, err := p.ec2.AssociateRouteTable(ctx, &ec2.AssociateRouteTableInput{RouteTableId: rt.RouteTableId, SubnetId: ptr(sn)}); err != nil {
+		_, err := p.ec2.AssociateRouteTable(ctx, &ec2.AssociateRouteTableInput{RouteTableId: rt.RouteTableId, SubnetId: ptr(sn)})
+		if isCode(err, "Resource.AlreadyAssociated") {
+			err = p.checkAssociation(ctx, err, deref(rt.RouteTableId), sn)
+		}
+		if err != nil {
 			return "", p.classify(err, true)
 		}
 	}
 	return deref(rt.RouteTableId), nil
+}
+
+// checkAssociation settles Resource.AlreadyAssociated: the association a lost answer made is
+// success; the subnet bound to another table is a conflict for the user.
+func (p *Provider) checkAssociation(ctx context.Context, err error, rtID, subnetID string) error {
+	out, derr := p.ec2.DescribeRouteTables(ctx, &ec2.DescribeRouteTablesInput{Filters: []ec2types.Filter{
+		{Name: ptr("association.subnet-id"), Values: []string{subnetID}}}})
+	if derr != nil {
+		return derr
+	}
+	for _, rt := range out.RouteTables {
+		if deref(rt.RouteTableId) == rtID {
+			return nil
+		}
+		return alreadyExists("route table association of subnet "+subnetID, deref(rt.RouteTableId))
+	}
+	return err
 }
 
 // ensureRoute sets the default route of a table to the target in in; an existing default route
@@ -410,47 +496,59 @@ func (p *Provider) ensureRoute(ctx context.Context, rtID string, in *ec2.CreateR
 }
 
 func (p *Provider) ensureEIP(ctx context.Context, t Tags) (string, error) {
-	out, err := p.ec2.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{Filters: t.ec2Filters()})
-	if err != nil {
-		return "", p.classify(err, false)
+	find := func(ctx context.Context) (string, bool, error) {
+		out, err := p.ec2.DescribeAddresses(ctx, &ec2.DescribeAddressesInput{Filters: t.ec2Filters()})
+		if err != nil || len(out.Addresses) == 0 {
+			return "", false, err
+		}
+		return deref(out.Addresses[0].AllocationId), true, nil
 	}
-	if len(out.Addresses) > 0 {
-		return deref(out.Addresses[0].AllocationId), nil
+	id, found, err := find(ctx)
+	if err != nil || found {
+		return id, p.classify(err, false)
 	}
-	created, err := p.ec2.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeElasticIp)})
-	if err != nil {
-		return "", p.classify(err, false)
-	}
-	return deref(created.AllocationId), nil
+	// AllocateAddress has no idempotency key: the tags in the same call are what a look-up finds.
+	id, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (string, error) {
+		out, err := p.ec2.AllocateAddress(ctx, &ec2.AllocateAddressInput{Domain: ec2types.DomainTypeVpc, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeElasticIp)}, ec2NoRetry)
+		if err != nil {
+			return "", err
+		}
+		return deref(out.AllocationId), nil
+	})
+	return id, p.classify(err, false)
 }
 
 func (p *Provider) ensureNAT(ctx context.Context, t Tags, subnetID, allocID string) (string, ec2types.NatGatewayState, error) {
-	out, err := p.ec2.DescribeNatGateways(ctx, &ec2.DescribeNatGatewaysInput{Filter: append(t.ec2Filters(),
-		ec2types.Filter{Name: ptr("state"), Values: []string{"pending", "available"}})})
+	find := func(ctx context.Context) (ec2types.NatGateway, bool, error) {
+		out, err := p.ec2.DescribeNatGateways(ctx, &ec2.DescribeNatGatewaysInput{Filter: append(t.ec2Filters(),
+			ec2types.Filter{Name: ptr("state"), Values: []string{"pending", "available"}})})
+		if err != nil || len(out.NatGateways) == 0 {
+			return ec2types.NatGateway{}, false, err
+		}
+		return out.NatGateways[0], true, nil
+	}
+	g, found, err := find(ctx)
 	if err != nil {
 		return "", "", p.classify(err, false)
 	}
-	if len(out.NatGateways) > 0 {
-		return deref(out.NatGateways[0].NatGatewayId), out.NatGateways[0].State, nil
+	if !found {
+		// EC2's idempotency key (a repeat returns the same gateway), and the look-up for clouds
+		// that do not honour it.
+		g, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (ec2types.NatGateway, error) {
+			out, err := p.ec2.CreateNatGateway(ctx, &ec2.CreateNatGatewayInput{
+				SubnetId: &subnetID, AllocationId: &allocID, ClientToken: ptr(clientToken(stepNetwork, t)),
+				TagSpecifications: t.ec2Spec(ec2types.ResourceTypeNatgateway),
+			}, ec2NoRetry)
+			if err != nil {
+				return ec2types.NatGateway{}, err
+			}
+			return *out.NatGateway, nil
+		})
+		if err != nil {
+			return "", "", p.classify(err, true)
+		}
 	}
-	// EC2's own idempotency key: a retried call after a lost response returns the same gateway.
-	created, err := p.ec2.CreateNatGateway(ctx, &ec2.CreateNatGatewayInput{
-		SubnetId: &subnetID, AllocationId: &allocID, ClientToken: ptr(clientToken(t)),
-		TagSpecifications: t.ec2Spec(ec2types.ResourceTypeNatgateway),
-	})
-	if err != nil {
-		return "", "", p.classify(err, true)
-	}
-	return deref(created.NatGateway.NatGatewayId), created.NatGateway.State, nil
-}
-
-// clientToken is the EC2 idempotency key for one resource of one job (at most 64 ASCII chars).
-func clientToken(t Tags) string {
-	s := t.JobID + "-" + t.Role
-	if len(s) > 64 {
-		s = s[:64]
-	}
-	return s
+	return deref(g.NatGatewayId), g.State, nil
 }
 
 // isCode reports whether err is an AWS API error with one of codes.

@@ -56,6 +56,19 @@ func (s *SecretStore) Put(ctx context.Context, key, value string) (string, error
 	if !isCode(err, "ResourceExistsException") {
 		return "", s.p.classify(err, false)
 	}
+	// The name is the key: a repeat after a lost answer meets the secret it made. Its value is
+	// replaced only when it carries this store's tags; a stranger's secret is never written.
+	desc, err := s.p.sm.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: &name})
+	if err != nil {
+		return "", s.p.classify(err, true)
+	}
+	have := map[string]string{}
+	for _, t := range desc.Tags {
+		have[deref(t.Key)] = deref(t.Value)
+	}
+	if !s.tags.Owns(have) {
+		return "", alreadyExists("secret", name)
+	}
 	pin := &secretsmanager.PutSecretValueInput{SecretId: &name}
 	pin.SecretString, pin.SecretBinary = encodeSecret(value)
 	put, err := s.p.sm.PutSecretValue(ctx, pin)

@@ -2,7 +2,9 @@ package aws
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,7 +18,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider/aws/cloudinit"
 )
 
-// Pool modes (reference/002_*).
+// Pool modes.
 const (
 	ModeFixed = "fixed"
 	ModeASG   = "asg"
@@ -113,21 +115,34 @@ func (p *Provider) EnsureLBSecurityGroup(ctx context.Context, t Tags, vpcID stri
 }
 
 func (p *Provider) ensureSecurityGroup(ctx context.Context, t Tags, vpcID, desc string) (string, error) {
-	out, err := p.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: t.ec2Filters()})
-	if err != nil {
-		return "", p.classify(err, false)
+	find := func(ctx context.Context) (string, bool, error) {
+		out, err := p.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: t.ec2Filters()})
+		if err != nil || len(out.SecurityGroups) == 0 {
+			return "", false, err
+		}
+		return deref(out.SecurityGroups[0].GroupId), true, nil
 	}
-	if len(out.SecurityGroups) > 0 {
-		return deref(out.SecurityGroups[0].GroupId), nil
+	id, found, err := find(ctx)
+	if err != nil || found {
+		return id, p.classify(err, false)
 	}
 	name := "gw-" + t.JobID + "-" + t.Role
-	created, err := p.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
-		GroupName: &name, Description: &desc, VpcId: &vpcID, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeSecurityGroup),
+	// No idempotency key, but the name is unique in the VPC: a repeat after a lost answer meets
+	// InvalidGroup.Duplicate, and the look-up by tag adopts the group.
+	id, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (string, error) {
+		out, err := p.ec2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{
+			GroupName: &name, Description: &desc, VpcId: &vpcID, TagSpecifications: t.ec2Spec(ec2types.ResourceTypeSecurityGroup),
+		}, ec2NoRetry)
+		if err != nil {
+			return "", err
+		}
+		return deref(out.GroupId), nil
 	})
-	if err != nil {
-		return "", p.classify(err, false)
+	if isCode(err, "InvalidGroup.Duplicate") {
+		// The name is taken by a group without this job's tags.
+		return "", alreadyExists("security group", name)
 	}
-	return deref(created.GroupId), nil
+	return id, p.classify(err, false)
 }
 
 func (p *Provider) authorize(ctx context.Context, groupID string, perms []ec2types.IpPermission) error {
@@ -148,7 +163,7 @@ func (p *Provider) DeleteSecurityGroups(ctx context.Context, t Tags, roles ...st
 			return p.classify(err, false)
 		}
 		for _, g := range out.SecurityGroups {
-			if _, err := p.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil && !isCode(err, "InvalidGroup.NotFound") {
+			if _, err := p.ec2.DeleteSecurityGroup(ctx, &ec2.DeleteSecurityGroupInput{GroupId: g.GroupId}); err != nil && !gone(err) {
 				// DependencyViolation while an ENI lingers: transient by classification.
 				return p.classify(err, false)
 			}
@@ -180,7 +195,7 @@ func (p *Provider) DefaultImage(ctx context.Context) (string, error) {
 
 // EnsureLaunchTemplate creates the pool's template with the cloud-init user data; when the user
 // data or instance type changed it adds a version and makes it the default (existing VMs are not
-// rotated: reference/002_*).
+// rotated).
 func (p *Provider) EnsureLaunchTemplate(ctx context.Context, s VMPoolSpec, vmGroupID string) (LaunchTemplate, error) {
 	userData, err := cloudinit.Render(cloudinit.Options{Bare: s.Bare, JobID: s.Tags.JobID})
 	if err != nil {
@@ -213,14 +228,33 @@ func (p *Provider) EnsureLaunchTemplate(ctx context.Context, s VMPoolSpec, vmGro
 		return LaunchTemplate{}, p.classify(err, false)
 	}
 	if len(out.LaunchTemplates) == 0 {
-		created, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
-			LaunchTemplateName: &name, LaunchTemplateData: data, ClientToken: ptr(clientToken(t)),
-			TagSpecifications: t.ec2Spec(ec2types.ResourceTypeLaunchTemplate),
-		})
-		if err != nil {
-			return LaunchTemplate{}, p.classify(err, false)
+		find := func(ctx context.Context) (LaunchTemplate, bool, error) {
+			out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+			if isCode(err, "InvalidLaunchTemplateName.NotFoundException") {
+				return LaunchTemplate{}, false, nil
+			}
+			if err != nil || len(out.LaunchTemplates) == 0 {
+				return LaunchTemplate{}, false, err
+			}
+			lt := out.LaunchTemplates[0]
+			if !t.Owns(ec2TagMap(lt.Tags)) {
+				return LaunchTemplate{}, false, alreadyExists("launch template", name)
+			}
+			return LaunchTemplate{ID: deref(lt.LaunchTemplateId), Name: name, Version: deref(lt.LatestVersionNumber)}, true, nil
 		}
-		return LaunchTemplate{ID: deref(created.LaunchTemplate.LaunchTemplateId), Name: name, Version: deref(created.LaunchTemplate.LatestVersionNumber)}, nil
+		// The name is unique in the region and EC2 honours the key: a repeat after a lost
+		// answer is the same template, or a name conflict the look-up settles.
+		lt, err := createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (LaunchTemplate, error) {
+			created, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+				LaunchTemplateName: &name, LaunchTemplateData: data, ClientToken: ptr(clientToken(stepLaunchTemplate, t)),
+				TagSpecifications: t.ec2Spec(ec2types.ResourceTypeLaunchTemplate),
+			}, ec2NoRetry)
+			if err != nil {
+				return LaunchTemplate{}, err
+			}
+			return LaunchTemplate{ID: deref(created.LaunchTemplate.LaunchTemplateId), Name: name, Version: deref(created.LaunchTemplate.LatestVersionNumber)}, nil
+		})
+		return lt, p.classify(err, false)
 	}
 	lt := out.LaunchTemplates[0]
 	cur := LaunchTemplate{ID: deref(lt.LaunchTemplateId), Name: deref(lt.LaunchTemplateName), Version: deref(lt.DefaultVersionNumber)}
@@ -234,7 +268,9 @@ func (p *Provider) EnsureLaunchTemplate(ctx context.Context, s VMPoolSpec, vmGro
 			return cur, nil
 		}
 	}
-	nv, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: lt.LaunchTemplateId, LaunchTemplateData: data})
+	// The key is the version's content: a repeat of the same change is the same version.
+	nv, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: lt.LaunchTemplateId, LaunchTemplateData: data,
+		ClientToken: ptr(clientToken(stepLaunchTemplate, t.WithRole(t.Role+"-"+contentKey(image, s.InstanceType, deref(data.UserData)))))})
 	if err != nil {
 		return cur, p.classify(err, false)
 	}
@@ -252,11 +288,23 @@ func (p *Provider) DeleteLaunchTemplate(ctx context.Context, t Tags) error {
 		return p.classify(err, false)
 	}
 	for _, lt := range out.LaunchTemplates {
-		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId}); err != nil && !isCode(err, "InvalidLaunchTemplateId.NotFound") {
+		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId}); err != nil && !gone(err) {
 			return p.classify(err, false)
 		}
 	}
 	return nil
+}
+
+// Steps of the vm_pool family, for idempotency keys.
+const (
+	stepLaunchTemplate = "create_launch_template"
+	stepVMs            = "create_vms"
+)
+
+// contentKey is a short digest of a launch template version's content.
+func contentKey(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:6])
 }
 
 // EnsureVMs starts the pool's instances: in fixed mode one RunInstances per slot with a
@@ -275,22 +323,31 @@ func (p *Provider) EnsureVMs(ctx context.Context, s VMPoolSpec, lt LaunchTemplat
 	}
 	for i := int32(0); i < n; i++ {
 		slot := s.Tags.WithRole(fmt.Sprintf("vm-%d", i))
-		out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-			{Name: ptr("tag:" + TagJobID), Values: []string{s.Tags.JobID}}, {Name: ptr("tag:groundwork:slot"), Values: []string{slot.Role}},
-			{Name: ptr("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}}}})
+		find := func(ctx context.Context) (struct{}, bool, error) {
+			out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+				{Name: ptr("tag:" + TagJobID), Values: []string{s.Tags.JobID}}, {Name: ptr("tag:groundwork:slot"), Values: []string{slot.Role}},
+				{Name: ptr("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped"}}}})
+			return struct{}{}, err == nil && len(out.Reservations) > 0, err
+		}
+		_, found, err := find(ctx)
 		if err != nil {
 			return nil, p.classify(err, false)
 		}
-		if len(out.Reservations) > 0 {
+		if found {
 			continue
 		}
 		tags := append(s.Tags.WithRole("vm").ec2(), ec2types.Tag{Key: ptr("groundwork:slot"), Value: &slot.Role},
 			ec2types.Tag{Key: ptr("Name"), Value: ptr(fmt.Sprintf("%s-%d", s.Name, i))})
-		_, err = p.ec2.RunInstances(ctx, &ec2.RunInstancesInput{
-			MinCount: ptr(int32(1)), MaxCount: ptr(int32(1)), ClientToken: ptr(clientToken(slot)),
-			LaunchTemplate:    &ec2types.LaunchTemplateSpecification{LaunchTemplateId: &lt.ID, Version: ptr(fmt.Sprint(lt.Version))},
-			SubnetId:          &s.SubnetIDs[int(i)%len(s.SubnetIDs)],
-			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
+		// One key per slot (EC2 returns the slot's instance to a repeat), and the look-up by the
+		// slot tag where the key is not honoured.
+		_, err = createOnce(ctx, p.ec2.Options().Retryer, find, func(ctx context.Context) (struct{}, error) {
+			_, err := p.ec2.RunInstances(ctx, &ec2.RunInstancesInput{
+				MinCount: ptr(int32(1)), MaxCount: ptr(int32(1)), ClientToken: ptr(clientToken(stepVMs, slot)),
+				LaunchTemplate:    &ec2types.LaunchTemplateSpecification{LaunchTemplateId: &lt.ID, Version: ptr(fmt.Sprint(lt.Version))},
+				SubnetId:          &s.SubnetIDs[int(i)%len(s.SubnetIDs)],
+				TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
+			}, ec2NoRetry)
+			return struct{}{}, err
 		})
 		if err != nil {
 			return nil, p.classify(err, false)
@@ -319,25 +376,41 @@ func (p *Provider) ensureASG(ctx context.Context, s VMPoolSpec, lt LaunchTemplat
 		return err
 	}
 	if found {
-		m := map[string]string{}
-		for _, tg := range g.Tags {
-			m[deref(tg.Key)] = deref(tg.Value)
-		}
-		if !s.Tags.Owns(m) {
+		if !s.Tags.Owns(asgTagMap(g.Tags)) {
 			return alreadyExists("Auto Scaling group", name)
 		}
 		return p.ResizeASG(ctx, s.Tags, s.Min, s.Max, desired)
 	}
-	_, err = p.asg.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
-		AutoScalingGroupName: &name, MinSize: &s.Min, MaxSize: &s.Max, DesiredCapacity: &desired,
-		LaunchTemplate:    &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: &lt.ID, Version: ptr("$Default")},
-		VPCZoneIdentifier: ptr(strings.Join(s.SubnetIDs, ",")), Tags: s.Tags.WithRole("vm").asg(name),
-		HealthCheckType: ptr("EC2"),
-	})
-	if err != nil && !isCode(err, "AlreadyExists") {
-		return p.classify(err, false)
+	// The name is the key. The look-up by name runs before any repeat: an emulator (moto)
+	// answers a second create by replacing the group and launching its instances again.
+	find := func(ctx context.Context) (struct{}, bool, error) {
+		g, found, err := p.describeASG(ctx, name)
+		if err != nil || !found {
+			return struct{}{}, false, err
+		}
+		if !s.Tags.Owns(asgTagMap(g.Tags)) {
+			return struct{}{}, false, alreadyExists("Auto Scaling group", name)
+		}
+		return struct{}{}, true, nil
 	}
-	return nil
+	_, err = createOnce(ctx, p.asg.Options().Retryer, find, func(ctx context.Context) (struct{}, error) {
+		_, err := p.asg.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
+			AutoScalingGroupName: &name, MinSize: &s.Min, MaxSize: &s.Max, DesiredCapacity: &desired,
+			LaunchTemplate:    &asgtypes.LaunchTemplateSpecification{LaunchTemplateId: &lt.ID, Version: ptr("$Default")},
+			VPCZoneIdentifier: ptr(strings.Join(s.SubnetIDs, ",")), Tags: s.Tags.WithRole("vm").asg(name),
+			HealthCheckType: ptr("EC2"),
+		}, asgNoRetry)
+		return struct{}{}, err
+	})
+	return p.classify(err, false)
+}
+
+func asgTagMap(tags []asgtypes.TagDescription) map[string]string {
+	m := map[string]string{}
+	for _, tg := range tags {
+		m[deref(tg.Key)] = deref(tg.Value)
+	}
+	return m
 }
 
 func (p *Provider) describeASG(ctx context.Context, name string) (asgtypes.AutoScalingGroup, bool, error) {
@@ -428,7 +501,7 @@ func (p *Provider) DeleteVMs(ctx context.Context, t Tags) (done bool, err error)
 				return false, p.classify(err, false)
 			}
 		}
-		if _, err := p.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: &name, ForceDelete: ptr(true)}); err != nil && !isCode(err, "ValidationError") {
+		if _, err := p.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: &name, ForceDelete: ptr(true)}); err != nil && !gone(err) && !isCode(err, "ValidationError") {
 			return false, p.classify(err, false)
 		}
 	}
@@ -443,7 +516,7 @@ func (p *Provider) DeleteVMs(ctx context.Context, t Tags) (done bool, err error)
 	if len(ids) == 0 {
 		return true, nil
 	}
-	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}); err != nil && !isCode(err, "InvalidInstanceID.NotFound") {
+	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids}); err != nil && !gone(err) {
 		return false, p.classify(err, false)
 	}
 	return false, nil

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 
@@ -24,23 +25,14 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 )
 
-// Credentials name a cluster and how to authenticate to it. Either Kubeconfig is set, or
-// Endpoint and Token (with CAData unless the endpoint's certificate is publicly trusted).
-type Credentials struct {
-	Endpoint   string `json:"endpoint,omitempty"`
-	CAData     []byte `json:"caData,omitempty"`
-	Token      string `json:"token,omitempty"`
-	Kubeconfig []byte `json:"kubeconfig,omitempty"`
-}
-
-// Validate checks that the credentials are complete; errors name the field.
-func (c Credentials) Validate() error {
-	_, err := c.clientConfig()
+// ValidateCredentials checks that the credentials are complete; errors name the field.
+func ValidateCredentials(c Credentials) error {
+	_, err := clientConfig(c)
 	return err
 }
 
 // apiConfig turns either form into one kubeconfig document.
-func (c Credentials) apiConfig() (*clientcmdapi.Config, error) {
+func apiConfig(c Credentials) (*clientcmdapi.Config, error) {
 	if len(c.Kubeconfig) > 0 {
 		if c.Endpoint != "" || c.Token != "" {
 			return nil, errors.New("kubeconfig: give either a kubeconfig or endpoint and token, not both")
@@ -105,8 +97,8 @@ func checkSelfContained(cfg *clientcmdapi.Config) error {
 	return nil
 }
 
-func (c Credentials) clientConfig() (*rest.Config, error) {
-	cfg, err := c.apiConfig()
+func clientConfig(c Credentials) (*rest.Config, error) {
+	cfg, err := apiConfig(c)
 	if err != nil {
 		return nil, err
 	}
@@ -127,15 +119,20 @@ type Cluster struct {
 // Connect builds clients for the cluster named by creds. It does not call the cluster; Ping
 // does. Bad credentials are a user_action error.
 func Connect(creds Credentials) (*Cluster, error) {
-	cfg, err := creds.apiConfig()
+	cfg, err := apiConfig(creds)
 	if err != nil {
 		return nil, fault.UserAction(err, "InvalidClusterCredentials", "register the cluster again with a complete kubeconfig or endpoint, CA and token", "")
 	}
-	rc, err := creds.clientConfig()
+	rc, err := clientConfig(creds)
 	if err != nil {
 		return nil, fault.UserAction(err, "InvalidClusterCredentials", "register the cluster again with a complete kubeconfig or endpoint, CA and token", "")
 	}
 	rc.UserAgent = "groundwork"
+	if creds.Dial != nil {
+		rc.Dial = creds.Dial
+		// No proxy from the environment: it would connect on the server's behalf, past Dial.
+		rc.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fault.System(fmt.Errorf("kubernetes client: %w", err))

@@ -11,7 +11,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
 
 // Codes of the user_action and transient errors this package returns.
@@ -22,7 +24,7 @@ const (
 	CodeCertificate      = "ClusterCertificate"
 	CodeInvalidChart     = "InvalidChart"
 	CodeChartCertificate = "ChartRepositoryCertificate"
-	CodeInvalidValues    = "InvalidValues"
+	CodeInvalidValues    = cluster.CodeInvalidValues
 	CodeReleaseConflict  = "ReleaseConflict"
 )
 
@@ -40,6 +42,9 @@ func classify(op string, err error) error {
 	}
 	wrapped := fmt.Errorf("%s: %w", op, err)
 	switch {
+	case errors.Is(err, netguard.ErrRefused):
+		return fault.UserAction(wrapped, "OutboundRefused",
+			"the cluster's address is refused by Groundwork's outbound policy (link-local and metadata addresses, or outside --outbound-allow)", "")
 	case apierrors.IsUnauthorized(err):
 		return fault.UserAction(wrapped, CodeUnauthorized, reRegisterHint, "")
 	case apierrors.IsForbidden(err):

@@ -11,7 +11,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,67 +24,45 @@ import (
 	"helm.sh/helm/v4/pkg/action"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/getter"
 	helmkube "helm.sh/helm/v4/pkg/kube"
 	"helm.sh/helm/v4/pkg/registry"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/groundworkhq/groundwork/internal/cluster"
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/netguard"
 )
 
 // Labels Groundwork puts on releases, their objects and the namespaces it creates.
 const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "groundwork"
-	LabelJobID     = "groundwork.io/job-id"
+	LabelJobID     = cluster.LabelJobID
 	// labelSpec holds a digest of chart and values: a release whose digest matches is already
 	// what was asked for, so a re-run leaves it (and its revision) alone.
 	labelSpec = "groundwork.io/spec"
 )
 
-// ChartSource says where a chart comes from. Exactly one of Path, RepoURL (with Name) or OCI
-// is set.
-type ChartSource struct {
-	// Path is a local chart directory or packaged .tgz (tests, air-gapped installs).
-	Path string `json:"path,omitempty"`
-	// RepoURL is an HTTP chart repository; Name is the chart in it.
-	RepoURL string `json:"repoURL,omitempty"`
-	Name    string `json:"name,omitempty"`
-	// OCI is an oci:// chart reference.
-	OCI string `json:"oci,omitempty"`
-	// Version is the chart version (required for repositories, checked against local charts).
-	Version string `json:"version,omitempty"`
-}
-
-// Release is what InstallOrUpgrade makes true.
-type Release struct {
-	Name      string
-	Namespace string
-	Chart     ChartSource
-	// Values are the complete values (catalog defaults merged with the user's), nested.
-	Values map[string]any
-	// Labels go on the release record, on every object the chart renders and on the namespace
-	// when Groundwork creates it. LabelJobID ties them to the job.
-	Labels map[string]string
-}
-
-// ReleaseStatus describes a release as stored by Helm.
-type ReleaseStatus struct {
-	Name         string `json:"name"`
-	Namespace    string `json:"namespace"`
-	Revision     int    `json:"revision"`
-	Status       string `json:"status"`
-	Chart        string `json:"chart"`
-	ChartVersion string `json:"chartVersion"`
-	JobID        string `json:"jobID,omitempty"`
-	// Changed is true when the call installed or upgraded; false when the release already
-	// matched.
-	Changed bool `json:"changed"`
+// Open connects to the cluster creds name, checks that it answers, and returns an installer
+// into it with the cluster's version.
+func Open(ctx context.Context, creds Credentials, opts InstallerOptions) (*Installer, string, error) {
+	c, err := Connect(creds)
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := c.Ping(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return NewInstaller(c, opts), v, nil
 }
 
 // InstallerOptions configure an Installer.
@@ -94,12 +75,21 @@ type InstallerOptions struct {
 	// helm's --ca-file does (see LoadChartCA). Nil means the system roots.
 	ChartCA *ChartCA
 	Logger  *slog.Logger
+	// Outbound is the address policy chart repositories and registries must pass: every
+	// connection a chart fetch makes (repository index and package, registry API, redirects)
+	// is dialled through it. A chart source's host is also resolved and checked before the
+	// fetch, for an early refusal that names the host.
+	Outbound *netguard.Policy
 }
 
 // Installer installs Helm releases into one cluster.
 type Installer struct {
 	cluster *Cluster
 	opts    InstallerOptions
+	// repoTransport carries every HTTP(S) chart repository request; registryHTTP every OCI
+	// registry request. Both dial through opts.Outbound and trust opts.ChartCA when it is set.
+	repoTransport *http.Transport
+	registryHTTP  *http.Client
 }
 
 // NewInstaller returns an installer for c.
@@ -113,7 +103,28 @@ func NewInstaller(c *Cluster, opts InstallerOptions) *Installer {
 	if opts.CacheDir == "" {
 		opts.CacheDir = filepath.Join(os.TempDir(), "groundwork-helm-cache")
 	}
-	return &Installer{cluster: c, opts: opts}
+	repoTransport := chartTransport(opts.Outbound, opts.ChartCA)
+	// Helm's registry client retries throttled and timed-out requests; each retry dials
+	// through the same checked transport.
+	rt := registry.NewTransport(false)
+	rt.Base = chartTransport(opts.Outbound, opts.ChartCA)
+	return &Installer{cluster: c, opts: opts, repoTransport: repoTransport,
+		registryHTTP: &http.Client{Transport: rt, CheckRedirect: netguard.CheckRedirect}}
+}
+
+// chartTransport returns a transport that dials through the outbound policy and, when ca is
+// set, verifies servers with its bundle instead of the system roots. Helm applies a CA file
+// only to the transports it builds itself, so the bundle is set here: the policy and the CA
+// both hold on every chart fetch.
+func chartTransport(p *netguard.Policy, ca *ChartCA) *http.Transport {
+	t := p.Transport()
+	// As Helm's own getters: a chart package served with a gzip Content-Encoding is kept as
+	// the .tgz it is.
+	t.DisableCompression = true
+	if ca != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: ca.pool, MinVersion: tls.VersionTLS12}
+	}
+	return t
 }
 
 func (in *Installer) actionConfig(namespace string) (*action.Configuration, error) {
@@ -456,40 +467,66 @@ func (in *Installer) loadChart(ctx context.Context, src ChartSource) (*chart.Cha
 	return ch, nil
 }
 
-func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) {
-	settings := cli.New()
-	settings.RepositoryCache = filepath.Join(in.opts.CacheDir, "repository")
-	settings.ContentCache = filepath.Join(in.opts.CacheDir, "content")
-	settings.RepositoryConfig = filepath.Join(in.opts.CacheDir, "repositories.yaml")
-	settings.RegistryConfig = filepath.Join(in.opts.CacheDir, "registry.json")
-	rcOpts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig)}
-	loc := action.NewInstall(action.NewConfiguration())
-	if ca := in.opts.ChartCA; ca != nil {
-		// Helm applies its CA option to repositories only; a registry client brings its own
-		// HTTP client.
-		rcOpts = append(rcOpts, registry.ClientOptHTTPClient(ca.client))
-		loc.CaFile = ca.file
+func (in *Installer) locate(ctx context.Context, src ChartSource) (string, error) {
+	if err := in.checkChartHost(ctx, src); err != nil {
+		return "", err
 	}
-	rc, err := registry.NewClient(rcOpts...)
+	return in.fetchChart(src)
+}
+
+// fetchChart downloads the chart into the cache and returns its path. It does what Helm's
+// LocateChart does for a repository or an OCI reference, but with getters of its own:
+// LocateChart builds its getters from the environment (getter.All), whose HTTP getter dials
+// on its own, past the outbound policy. Here the repository getter (index and package) uses
+// repoTransport and the registry client registryHTTP, so every connection, redirects
+// included, is checked as it is dialled and a DNS answer that changed since checkChartHost
+// does not get through. Getter plugins are not used.
+func (in *Installer) fetchChart(src ChartSource) (string, error) {
+	repoCache := filepath.Join(in.opts.CacheDir, "repository")
+	registryConfig := filepath.Join(in.opts.CacheDir, "registry.json")
+	rc, err := registry.NewClient(registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(registryConfig),
+		registry.ClientOptHTTPClient(in.registryHTTP))
 	if err != nil {
 		return "", fault.System(fmt.Errorf("registry client: %w", err))
 	}
-	loc.SetRegistryClient(rc)
-	loc.Version = src.Version
-	name := src.OCI
-	if src.RepoURL != "" {
-		loc.RepoURL = src.RepoURL
-		name = src.Name
+	getters := getter.Getters(getter.WithTransport(in.repoTransport))
+	version := strings.TrimSpace(src.Version)
+	dl := downloader.ChartDownloader{
+		Out:              io.Discard,
+		Getters:          getters,
+		RepositoryConfig: filepath.Join(in.opts.CacheDir, "repositories.yaml"),
+		RepositoryCache:  repoCache,
+		ContentCache:     filepath.Join(in.opts.CacheDir, "content"),
+		RegistryClient:   rc,
 	}
-	p, err := loc.LocateChart(name, settings)
+	name := strings.TrimSpace(src.OCI)
+	ref := name
+	if src.RepoURL != "" {
+		name = strings.TrimSpace(src.Name)
+		ref, err = repo.FindChartInRepoURL(src.RepoURL, name, getters, repo.WithChartVersion(version))
+	} else {
+		dl.Options = append(dl.Options, getter.WithRegistryClient(rc))
+	}
+	var p string
+	if err == nil {
+		err = os.MkdirAll(repoCache, 0o755)
+	}
+	if err == nil {
+		p, _, err = dl.DownloadToCache(ref, version)
+	}
+	if err == nil {
+		p, err = filepath.Abs(p)
+	}
 	if err != nil {
 		// A repository that does not answer may come back; a chart it lacks will not, nor will a
-		// certificate this server does not trust.
-		if isCertificate(err) {
+		// certificate this server does not trust, nor an address the policy refuses.
+		switch {
+		case errors.Is(err, netguard.ErrRefused):
+			return "", outboundRefused(fmt.Errorf("fetch chart %s: %w", name, err))
+		case isCertificate(err):
 			return "", fault.UserAction(fmt.Errorf("fetch chart %s: %w", name, err), CodeChartCertificate,
 				"the chart repository's certificate does not verify: give the CA that signed it with serve --chart-ca-file (GROUNDWORK_CHART_CA_FILE), or fix the certificate", "")
-		}
-		if isUnreachable(err) {
+		case isUnreachable(err):
 			return "", transient(fmt.Errorf("fetch chart %s: %w", name, err), "ChartRepositoryUnreachable")
 		}
 		return "", fault.UserAction(fmt.Errorf("fetch chart %s %s: %w", name, src.Version, err), CodeInvalidChart, "check the chart repository, name and version", "")
@@ -497,14 +534,45 @@ func (in *Installer) locate(_ context.Context, src ChartSource) (string, error) 
 	return p, nil
 }
 
+func outboundRefused(err error) error {
+	return fault.UserAction(err, "OutboundRefused",
+		"the chart repository's address is refused by Groundwork's outbound policy (link-local and metadata addresses, or outside --outbound-allow)", "")
+}
+
+// checkChartHost resolves the host of a chart repository or registry and refuses it when any
+// of its addresses is refused by the outbound policy: an early refusal that names the host.
+// It is not what enforces the policy: fetchChart's connections are checked as they are dialled.
+func (in *Installer) checkChartHost(ctx context.Context, src ChartSource) error {
+	raw := src.RepoURL
+	if raw == "" {
+		raw = "oci://" + strings.TrimPrefix(src.OCI, "oci://")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return fault.UserAction(fmt.Errorf("chart source %q has no host", raw), CodeInvalidChart, "check the chart repository URL", "")
+	}
+	host := u.Hostname()
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host); err != nil {
+		return transient(fmt.Errorf("resolve chart repository %s: %w", host, err), "ChartRepositoryUnreachable")
+	}
+	for _, a := range addrs {
+		if err := in.opts.Outbound.Check(a); err != nil {
+			return outboundRefused(fmt.Errorf("chart repository %s: %w", host, err))
+		}
+	}
+	return nil
+}
+
 // ChartCA is a PEM bundle of certificate authorities that verify chart repositories and OCI
 // registries, used instead of the system roots: for charts served from a mirror with a private
 // CA. To keep trusting public repositories as well, append the system bundle to the file.
 type ChartCA struct {
-	file string
-	// client is Helm's registry HTTP client (retries included) trusting the bundle, built
-	// once rather than for every chart fetched.
-	client *http.Client
+	// pool is set as the RootCAs of every chart transport (see chartTransport), each of
+	// which dials through the outbound policy.
+	pool *x509.CertPool
 }
 
 // LoadChartCA reads and checks the bundle, so that a bad file stops the server at start
@@ -518,14 +586,7 @@ func LoadChartCA(caFile string) (*ChartCA, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("chart CA file %s: no PEM certificate in it", caFile)
 	}
-	tlsConf := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	rt := registry.NewTransport(false)
-	if base, ok := rt.Base.(*http.Transport); ok {
-		base.TLSClientConfig = tlsConf
-	} else {
-		rt.Base = &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: tlsConf}
-	}
-	return &ChartCA{file: caFile, client: &http.Client{Transport: rt}}, nil
+	return &ChartCA{pool: pool}, nil
 }
 
 // classifyHelm classifies an error from a Helm action. Values that the chart's own schema

@@ -49,7 +49,7 @@ current-context: c
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			err := tc.creds.Validate()
+			err := ValidateCredentials(tc.creds)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)

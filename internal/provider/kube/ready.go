@@ -13,15 +13,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 )
 
-// Readiness reports whether a release's objects have reached their desired state.
-type Readiness struct {
-	Ready bool `json:"ready"`
-	// Pending lists "Kind/name: reason" for each object that is not ready yet.
-	Pending []string `json:"pending,omitempty"`
-	// Failed lists objects whose controllers report a failure (kstatus Failed).
-	Failed []string `json:"failed,omitempty"`
-}
-
 // Ready reads every object of the release's latest revision once and computes its status
 // with kstatus, the same rules Helm's --wait uses (generation observed, replicas available,
 // conditions). It never blocks: the caller decides when to look again.

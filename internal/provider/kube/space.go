@@ -2,40 +2,26 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/cluster"
 )
 
-// SpaceCluster is what a space stores about its cluster: where it is and a reference to the
-// credential in the secret store, never the credential itself.
-type SpaceCluster struct {
-	Endpoint string `json:"endpoint,omitempty"`
-	CAData   []byte `json:"caData,omitempty"`
-	// CredentialRef is a secret-store reference to the bearer token, or to the whole
-	// kubeconfig when Kubeconfig is true.
-	CredentialRef string `json:"credentialRef"`
-	Kubeconfig    bool   `json:"kubeconfig,omitempty"`
-	ServerVersion string `json:"serverVersion,omitempty"`
-	// Auth is AuthCloudToken for a cluster Groundwork created: no credential is stored, a token
-	// is minted from the space's cloud account for each use. Empty means CredentialRef.
-	Auth        string `json:"auth,omitempty"`
-	ClusterName string `json:"clusterName,omitempty"`
-}
+// The shapes kube implements; they live in package cluster so that the layers above the
+// providers can speak them without importing client-go.
+type (
+	SpaceCluster  = cluster.SpaceCluster
+	SecretPutter  = cluster.SecretPutter
+	SecretGetter  = cluster.SecretGetter
+	Credentials   = cluster.Credentials
+	ChartSource   = cluster.ChartSource
+	Release       = cluster.Release
+	ReleaseStatus = cluster.ReleaseStatus
+	Readiness     = cluster.Readiness
+)
 
 // AuthCloudToken marks a cluster whose tokens are minted from its cloud account.
-const AuthCloudToken = "cloud-token"
-
-// SecretPutter stores a secret under a deterministic name (secrets.SecretStore).
-type SecretPutter interface {
-	Put(ctx context.Context, key, value string) (string, error)
-}
-
-// SecretGetter reads a secret by reference (secrets.SecretStore).
-type SecretGetter interface {
-	Get(ctx context.Context, ref string) (string, error)
-}
+const AuthCloudToken = cluster.AuthCloudToken
 
 // Register checks that creds reach a cluster (a server-version call) and stores the credential
 // under secretName, returning what the space keeps. Registering again under the same name
@@ -64,17 +50,13 @@ func Register(ctx context.Context, store SecretPutter, secretName string, creds 
 	return sc, nil
 }
 
-// Credentials reads the stored credential back.
-func (s SpaceCluster) Credentials(ctx context.Context, store SecretGetter) (Credentials, error) {
-	if s.CredentialRef == "" {
-		return Credentials{}, fault.UserAction(errors.New("space has no cluster credential"), "InvalidClusterCredentials", "register the cluster again", "")
-	}
-	v, err := store.Get(ctx, s.CredentialRef)
-	if err != nil {
-		return Credentials{}, fault.System(fmt.Errorf("read cluster credential: %w", err))
-	}
-	if s.Kubeconfig {
-		return Credentials{Kubeconfig: []byte(v)}, nil
-	}
-	return Credentials{Endpoint: s.Endpoint, CAData: s.CAData, Token: v}, nil
+// Registrar checks and registers clusters for the API (api.ClusterRegistrar).
+type Registrar struct{}
+
+// Validate checks that creds are complete; errors name the field.
+func (Registrar) Validate(creds Credentials) error { return ValidateCredentials(creds) }
+
+// Register implements api.ClusterRegistrar (see Register).
+func (Registrar) Register(ctx context.Context, store SecretPutter, secretName string, creds Credentials) (SpaceCluster, error) {
+	return Register(ctx, store, secretName, creds)
 }

@@ -23,23 +23,39 @@ var migrationFiles embed.FS
 
 const channel = "groundwork_jobs"
 
+// migrateLock serialises replicas migrating at once.
+const migrateLock = `SELECT pg_advisory_xact_lock(5087)`
+
+// clock is the server's clock in Unix milliseconds. clock_timestamp() rather than now(): now()
+// is the start of the transaction, which may have begun well before the statement.
+const clock = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
+
+// claimSQL leases due jobs. A queued job is due by the caller's clock ($2): next_run_at is a
+// timer the job set for itself, and firing it early only costs an extra poll of an idempotent
+// step. A held lease is taken over only once it has expired by the server's clock too, so a
+// replica whose clock runs fast cannot take a job another replica still holds; the caller's
+// clock can only delay a take-over, which keeps tests that drive time through $2 meaningful.
+// The clock is read once (a materialised CTE) so that the lease index can be used and every
+// row compares against the same instant.
 func claimSQL() string {
 	cols := strings.Split(sqlstore.JobColumns, ",")
 	for i, c := range cols {
 		cols[i] = "j." + strings.TrimSpace(c)
 	}
 	// Two arms, each on its own index, instead of one OR that would scan the table.
-	return `WITH queued AS (
+	return `WITH db AS MATERIALIZED (SELECT ` + clock + ` AS now_ms),
+	queued AS (
 		SELECT id FROM provisioning_jobs WHERE status = 'queued' AND next_run_at <= $2
 		ORDER BY next_run_at LIMIT $3 FOR UPDATE SKIP LOCKED),
 	expired AS (
-		SELECT id FROM provisioning_jobs WHERE status = 'running' AND lease_expires_at < $2
+		SELECT id FROM provisioning_jobs WHERE status = 'running'
+			AND lease_expires_at < LEAST($2, (SELECT now_ms FROM db))
 		ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED),
 	due AS (SELECT id FROM queued UNION ALL SELECT id FROM expired LIMIT $3)
 	UPDATE provisioning_jobs j SET status = 'running', lease_owner = $1, lease_token = j.lease_token + 1,
 		lease_expires_at = $2 + j.lease_ttl_ms, version = j.version + 1, updated_at = $2
-	FROM due WHERE j.id = due.id
-	RETURNING ` + strings.Join(cols, ", ")
+	FROM due, db WHERE j.id = due.id
+	RETURNING ` + strings.Join(cols, ", ") + `, db.now_ms`
 }
 
 // Store is the PostgreSQL store plus its listener.
@@ -53,6 +69,12 @@ type Store struct {
 
 // Open connects to url, applies migrations and starts listening for wake-ups.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
+	return OpenAt(ctx, url, logger, 0)
+}
+
+// OpenAt is Open migrating only up to schema version upTo (0: all), the database an earlier
+// release would have left; upgrade tests build their fixtures with it.
+func OpenAt(ctx context.Context, url string, logger *slog.Logger, upTo int) (*Store, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -62,15 +84,19 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) 
 		db.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	if err := Migrate(ctx, db); err != nil {
+	if err := sqlstore.MigrateTo(ctx, db, Migrations(), migrateLock, upTo); err != nil {
 		db.Close()
 		return nil, err
 	}
 	s := &Store{
 		Store: sqlstore.New(db, sqlstore.Dialect{
 			Name:     "postgres",
-			ClaimSQL: claimSQL(),
-			JSON:     func(p string) string { return p + "::jsonb" },
+			Pipeline: true,
+			// The pool has 20 connections; claims, the API and renewals need the rest.
+			BatchesInFlight: 4,
+			ClaimSQL:        claimSQL(),
+			Clock:           clock,
+			JSON:            func(p string) string { return p + "::jsonb" },
 			Notify: func(ctx context.Context, db *sql.DB) error {
 				_, err := db.ExecContext(ctx, `SELECT pg_notify('`+channel+`', '')`)
 				return err
@@ -92,7 +118,7 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	return sqlstore.Migrate(ctx, db, sub, `SELECT pg_advisory_xact_lock(5087)`)
+	return sqlstore.Migrate(ctx, db, sub, migrateLock)
 }
 
 // listen holds one connection in LISTEN and turns notifications into local wake-ups,
@@ -132,4 +158,13 @@ func (s *Store) Close() error {
 	s.cancel()
 	<-s.done
 	return s.Store.Close()
+}
+
+// Migrations are the PostgreSQL schema migrations this binary carries.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embedded directory is fixed at build time
+	}
+	return sub
 }

@@ -60,6 +60,25 @@ func (s *Store) GetOrg(ctx context.Context, id string) (*store.Org, error) {
 	return &o, nil
 }
 
+func (s *Store) ListOrgs(ctx context.Context) ([]*store.Org, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT id, name, created_at FROM orgs ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list orgs: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Org
+	for rows.Next() {
+		var o store.Org
+		var created int64
+		if err := rows.Scan(&o.ID, &o.Name, &created); err != nil {
+			return nil, fmt.Errorf("list orgs: %w", err)
+		}
+		o.CreatedAt = fromMS(created)
+		out = append(out, &o)
+	}
+	return out, rows.Err()
+}
+
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	return s.insert(ctx, "user", `INSERT INTO users (org_id, email, name, created_at) VALUES ($1, $2, $3, $4)`,
 		u.OrgID, u.Email, u.Name, ms(u.CreatedAt))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -30,7 +31,7 @@ func (s *Store) Audited(ctx context.Context, e *audit.Entry, fn func(tx store.St
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	ts := &Store{db: s.db, q: tx, dialect: s.dialect, hub: s.hub, tx: &txState{}}
+	ts := &Store{db: s.db, q: s.txQuerier(tx), dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
 	if err := fn(ts); err != nil {
 		return err
 	}
@@ -46,7 +47,27 @@ func (s *Store) Audited(ctx context.Context, e *audit.Entry, fn func(tx store.St
 	return nil
 }
 
+const insertAuditSQL = `INSERT INTO audit_logs (id, org_id, scope, action, actor, resource_type,
+		resource_id, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+
 func (s *Store) insertAudit(ctx context.Context, e *audit.Entry) error {
+	if err := readyAudit(e); err != nil {
+		return err
+	}
+	var meta any
+	if len(e.Metadata) > 0 {
+		meta = string(e.Metadata)
+	}
+	_, err := s.q.ExecContext(ctx, insertAuditSQL,
+		e.ID, e.OrgID, e.Scope, e.Action, e.Actor, e.ResourceType, e.ResourceID, meta, ms(e.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("write audit entry: %w", err)
+	}
+	return nil
+}
+
+// readyAudit checks e and gives it an id.
+func readyAudit(e *audit.Entry) error {
 	if e == nil {
 		return errors.New("audited change without an audit entry")
 	}
@@ -58,16 +79,6 @@ func (s *Store) insertAudit(ctx context.Context, e *audit.Entry) error {
 	}
 	if e.CreatedAt.IsZero() {
 		return fmt.Errorf("audit entry %s has no time", e.Action)
-	}
-	var meta any
-	if len(e.Metadata) > 0 {
-		meta = string(e.Metadata)
-	}
-	_, err := s.q.ExecContext(ctx, `INSERT INTO audit_logs (id, org_id, scope, action, actor, resource_type,
-		resource_id, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		e.ID, e.OrgID, e.Scope, e.Action, e.Actor, e.ResourceType, e.ResourceID, meta, ms(e.CreatedAt))
-	if err != nil {
-		return fmt.Errorf("write audit entry: %w", err)
 	}
 	return nil
 }
@@ -148,24 +159,44 @@ func terminalAction(st job.Status) string {
 
 // auditedCheckpoint writes a terminal checkpoint and its audit entry in one transaction.
 func (s *Store) auditedCheckpoint(ctx context.Context, p *store.CheckpointParams, action string) (*job.Job, error) {
+	return s.auditedTerminal(ctx, p.ID, p.Now, action, func(tx *Store) (*job.Job, error) { return tx.checkpoint(ctx, p) })
+}
+
+// auditedTerminal runs change, which ends job id, and writes the engine's audit entry for
+// that end in the same transaction. A job also ends by an update (cancelling a job that never
+// finished a step, say a failed one being deleted): it gets the same entry as one ended by a
+// checkpoint, so the record does not depend on the path taken.
+func (s *Store) auditedTerminal(ctx context.Context, id string, now time.Time, action string, change func(tx *Store) (*job.Job, error)) (*job.Job, error) {
 	var out *job.Job
 	e := &audit.Entry{Scope: audit.ScopeProvisioning, Action: action, Actor: audit.ActorEngine,
-		ResourceType: "provisioning-job", ResourceID: p.ID, CreatedAt: p.Now}
+		ResourceType: "provisioning-job", ResourceID: id, CreatedAt: now}
 	err := s.Audited(ctx, e, func(tx store.Store) error {
-		j, err := tx.(*Store).checkpoint(ctx, p)
+		j, err := change(tx.(*Store))
 		if err != nil {
 			return err
 		}
-		out, e.OrgID = j, j.OrgID
-		meta := map[string]any{"family": j.Family, "spaceID": j.SpaceID, "phase": j.Phase}
-		if j.Failure != nil {
-			meta["failureClass"], meta["failureCode"] = j.Failure.Class, j.Failure.Code
-		}
-		*e = *audit.New(j.OrgID, e.Scope, e.Action, e.Actor, e.ResourceType, e.ResourceID, meta)
-		e.CreatedAt = p.Now
+		out = j
+		*e = *terminalEntry(j, action, now)
 		return nil
 	})
 	return out, err
+}
+
+// terminalEntry is the engine's audit entry for job j ending with action.
+func terminalEntry(j *job.Job, action string, now time.Time) *audit.Entry {
+	meta := map[string]any{"family": j.Family, "spaceID": j.SpaceID, "phase": j.Phase}
+	if j.Failure != nil {
+		meta["failureClass"], meta["failureCode"] = j.Failure.Class, j.Failure.Code
+	}
+	resource := "provisioning-job"
+	if j.Kind == job.KindRemediation {
+		// A remediation's end is recorded under the name its API calls use.
+		resource = "remediation-job"
+		action = "remediation-job." + strings.TrimPrefix(action, "provisioning-job.")
+	}
+	e := audit.New(j.OrgID, audit.ScopeProvisioning, action, audit.ActorEngine, resource, j.ID, meta)
+	e.CreatedAt = now
+	return e
 }
 
 // isUnique reports whether err is a unique-constraint violation on either database.

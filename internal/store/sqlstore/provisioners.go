@@ -28,7 +28,7 @@ func (s *Store) InsertProvisioner(ctx context.Context, p protocol.Provisioner) e
 	// The transaction is rolled back; read the holder afterwards, so that PostgreSQL (which
 	// aborts a transaction after an error) and SQLite answer alike.
 	ce := &protocol.PairConflictError{Pair: *conflict}
-	if h, err := s.ProvisionerForPair(ctx, *conflict); err == nil {
+	if h, err := s.ProvisionerForPair(ctx, p.OrgID, *conflict); err == nil {
 		ce.HolderID, ce.HolderName = h.ID, h.Name
 	}
 	return ce
@@ -37,13 +37,13 @@ func (s *Store) InsertProvisioner(ctx context.Context, p protocol.Provisioner) e
 func (s *Store) insertProvisioner(ctx context.Context, p protocol.Provisioner) (*catalog.Pair, error) {
 	var conflict *catalog.Pair
 	err := s.within(ctx, func(q querier) error {
-		if _, err := q.ExecContext(ctx, `INSERT INTO provisioners (id, name, url, created_at) VALUES ($1, $2, $3, $4)`,
-			p.ID, p.Name, p.URL, ms(p.CreatedAt)); err != nil {
+		if _, err := q.ExecContext(ctx, `INSERT INTO provisioners (id, org_id, name, url, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			p.ID, p.OrgID, p.Name, p.URL, ms(p.CreatedAt)); err != nil {
 			return err
 		}
 		for i, pair := range p.Pairs {
-			res, err := q.ExecContext(ctx, `INSERT INTO provisioner_pairs (kind, type, provisioner_id, position)
-				VALUES ($1, $2, $3, $4) ON CONFLICT (kind, type) DO NOTHING`, string(pair.Kind), pair.Type, p.ID, i)
+			res, err := q.ExecContext(ctx, `INSERT INTO provisioner_pairs (org_id, kind, type, provisioner_id, position)
+				VALUES ($1, $2, $3, $4, $5) ON CONFLICT (org_id, kind, type) DO NOTHING`, p.OrgID, string(pair.Kind), pair.Type, p.ID, i)
 			if err != nil {
 				return err
 			}
@@ -82,16 +82,18 @@ func (s *Store) within(ctx context.Context, fn func(q querier) error) error {
 	return tx.Commit()
 }
 
-func (s *Store) ListProvisioners(ctx context.Context) ([]protocol.Provisioner, error) {
-	out, err := s.queryProvisioners(ctx, `SELECT id, name, url, created_at FROM provisioners ORDER BY created_at, id`)
+func (s *Store) ListProvisioners(ctx context.Context, orgID string) ([]protocol.Provisioner, error) {
+	out, err := s.queryProvisioners(ctx, `SELECT id, org_id, name, url, created_at FROM provisioners WHERE org_id = $1
+		ORDER BY created_at, id`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("list provisioners: %w", err)
 	}
 	return out, nil
 }
 
-func (s *Store) GetProvisioner(ctx context.Context, id string) (protocol.Provisioner, error) {
-	out, err := s.queryProvisioners(ctx, `SELECT id, name, url, created_at FROM provisioners WHERE id = $1`, id)
+func (s *Store) GetProvisioner(ctx context.Context, orgID, id string) (protocol.Provisioner, error) {
+	out, err := s.queryProvisioners(ctx, `SELECT id, org_id, name, url, created_at FROM provisioners
+		WHERE org_id = $1 AND id = $2`, orgID, id)
 	if err != nil {
 		return protocol.Provisioner{}, fmt.Errorf("get provisioner %s: %w", id, err)
 	}
@@ -101,10 +103,11 @@ func (s *Store) GetProvisioner(ctx context.Context, id string) (protocol.Provisi
 	return out[0], nil
 }
 
-func (s *Store) ProvisionerForPair(ctx context.Context, pair catalog.Pair) (protocol.Provisioner, error) {
-	out, err := s.queryProvisioners(ctx, `SELECT p.id, p.name, p.url, p.created_at FROM provisioners p
-		JOIN provisioner_pairs pp ON pp.provisioner_id = p.id WHERE pp.kind = $1 AND pp.type = $2`,
-		string(pair.Kind), pair.Type)
+func (s *Store) ProvisionerForPair(ctx context.Context, orgID string, pair catalog.Pair) (protocol.Provisioner, error) {
+	out, err := s.queryProvisioners(ctx, `SELECT p.id, p.org_id, p.name, p.url, p.created_at FROM provisioners p
+		JOIN provisioner_pairs pp ON pp.provisioner_id = p.id
+		WHERE pp.org_id = $1 AND pp.kind = $2 AND pp.type = $3`,
+		orgID, string(pair.Kind), pair.Type)
 	if err != nil {
 		return protocol.Provisioner{}, fmt.Errorf("holder of %s: %w", pair, err)
 	}
@@ -114,9 +117,9 @@ func (s *Store) ProvisionerForPair(ctx context.Context, pair catalog.Pair) (prot
 	return out[0], nil
 }
 
-func (s *Store) DeleteProvisioner(ctx context.Context, id string) error {
+func (s *Store) DeleteProvisioner(ctx context.Context, orgID, id string) error {
 	err := s.within(ctx, func(q querier) error {
-		res, err := q.ExecContext(ctx, `DELETE FROM provisioners WHERE id = $1`, id)
+		res, err := q.ExecContext(ctx, `DELETE FROM provisioners WHERE org_id = $1 AND id = $2`, orgID, id)
 		if err != nil {
 			return err
 		}
@@ -139,7 +142,7 @@ func (s *Store) DeleteProvisioner(ctx context.Context, id string) error {
 	return nil
 }
 
-// queryProvisioners runs a query answering (id, name, url, created_at) and fills in each
+// queryProvisioners runs a query answering (id, org_id, name, url, created_at) and fills in each
 // provisioner's pairs in the order they were registered.
 func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([]protocol.Provisioner, error) {
 	rows, err := s.q.QueryContext(ctx, q, args...)
@@ -152,7 +155,7 @@ func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([
 			p       protocol.Provisioner
 			created int64
 		)
-		if err := rows.Scan(&p.ID, &p.Name, &p.URL, &created); err != nil {
+		if err := rows.Scan(&p.ID, &p.OrgID, &p.Name, &p.URL, &created); err != nil {
 			rows.Close()
 			return nil, err
 		}

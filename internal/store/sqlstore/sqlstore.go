@@ -1,7 +1,8 @@
 // Package sqlstore implements store.Store over database/sql. SQLite and PostgreSQL share it;
 // what differs between them (the claim query, notifications, migrations) comes in a Dialect.
-// Times are stored as Unix milliseconds so that both databases compare them the same way and
-// every comparison takes "now" as a parameter.
+// Times are stored as Unix milliseconds so that both databases compare them the same way.
+// Scheduling compares against the "now" the caller passes; whether a lease has expired is also
+// checked against the database's own clock (see Dialect.Clock).
 package sqlstore
 
 import (
@@ -21,12 +22,23 @@ import (
 // Dialect carries what one database does differently.
 type Dialect struct {
 	Name string
-	// ClaimSQL leases due jobs: $1 owner, $2 now (ms), $3 limit. It returns jobColumns.
+	// ClaimSQL leases due jobs: $1 owner, $2 now (ms), $3 limit. It returns JobColumns and then
+	// the database's clock (ms). A queued job is due when next_run_at <= $2; a running job's
+	// lease is expired only when lease_expires_at is below both $2 and the database's clock.
 	ClaimSQL string
+	// Clock is an SQL expression for the database's clock in Unix milliseconds.
+	Clock string
 	// JSON wraps a placeholder for a JSON column (PostgreSQL casts to jsonb).
 	JSON func(placeholder string) string
 	// Notify, if set, runs after a write that may make a job due, so other replicas wake.
 	Notify func(ctx context.Context, db *sql.DB) error
+	// Prepare keeps statements prepared in the store. Drivers that cache prepared statements
+	// themselves (pgx) do not need it.
+	Prepare bool
+	// Pipeline sends a group commit's statements in two round trips (pgx only).
+	Pipeline bool
+	// BatchesInFlight is how many group commits may be written at once (default 1).
+	BatchesInFlight int
 }
 
 // Store is store.Store over a *sql.DB, or over one transaction of it (see Audited).
@@ -37,6 +49,14 @@ type Store struct {
 	hub     *wakeHub
 	// tx is set on a copy bound to a transaction: wake-ups wait for the commit.
 	tx *txState
+	// batch group-commits checkpoints (see batcher).
+	batch *batcher
+	// stmts, if the dialect asks for it, keeps statements prepared.
+	stmts *stmtCache
+	// reads, if set, serves the job reads of the API (one job, a page) outside a transaction
+	// from a pool of its own, so they do not queue behind the engine's writes on SQLite's one
+	// writing connection. WAL lets them read the last commit meanwhile.
+	reads querier
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -58,7 +78,19 @@ func New(db *sql.DB, d Dialect) *Store {
 	if d.JSON == nil {
 		d.JSON = func(p string) string { return p }
 	}
-	return &Store{db: db, q: db, dialect: d, hub: &wakeHub{subs: map[chan struct{}]struct{}{}}}
+	if d.Clock == "" {
+		panic("sqlstore: Dialect.Clock is required") // a programming error in the dialect package
+	}
+	s := &Store{db: db, q: db, dialect: d, hub: &wakeHub{subs: map[chan struct{}]struct{}{}}, batch: &batcher{inFlight: d.BatchesInFlight}}
+	if d.Prepare {
+		s.stmts = newStmtCache(db)
+		s.q = preparedDB{DB: db, c: s.stmts}
+		// Statements that only ever run inside a transaction are prepared here, before any.
+		for _, q := range []string{insertAuditSQL, s.checkpointSQL(), s.endSQL()} {
+			s.stmts.get(context.Background(), q, true)
+		}
+	}
+	return s
 }
 
 // DB exposes the handle for the implementation packages (LISTEN, migrations, dumps in tests).
@@ -66,7 +98,18 @@ func (s *Store) DB() *sql.DB { return s.db }
 
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.stmts != nil {
+		s.stmts.close()
+	}
+	if r, ok := s.reads.(preparedDB); ok {
+		r.c.close()
+		r.DB.Close()
+	} else if r, ok := s.reads.(*sql.DB); ok {
+		r.Close()
+	}
+	return s.db.Close()
+}
 
 // JobColumns is the column list every job query returns, in scanJob's order.
 const JobColumns = `id, org_id, space_id, kind, family, provider, mode, name, tags, subject_type, subject_id,
@@ -79,7 +122,23 @@ func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanJob(r scanner) (*job.Job, error) {
+func scanJob(r scanner) (*job.Job, error) { return scanJobExtra(r) }
+
+// scanLeased scans a job row followed by the database's clock, read in the same statement
+// that granted or extended the lease.
+func scanLeased(r scanner) (*job.Job, error) {
+	var dbNow int64
+	j, err := scanJobExtra(r, &dbNow)
+	if err != nil {
+		return nil, err
+	}
+	if j.LeaseExpiresAt != nil {
+		j.DBNow = fromMS(dbNow)
+	}
+	return j, nil
+}
+
+func scanJobExtra(r scanner, extra ...any) (*job.Job, error) {
 	var (
 		j                                   job.Job
 		tags, config, infra, steps, failure sql.NullString
@@ -87,9 +146,10 @@ func scanJob(r scanner) (*job.Job, error) {
 		leaseExp                            sql.NullInt64
 		ttl, next, created, updated         int64
 	)
-	err := r.Scan(&j.ID, &j.OrgID, &j.SpaceID, &j.Kind, &j.Family, &j.Provider, &j.Mode, &j.Name, &tags,
+	dest := append([]any{&j.ID, &j.OrgID, &j.SpaceID, &j.Kind, &j.Family, &j.Provider, &j.Mode, &j.Name, &tags,
 		&j.SubjectType, &j.SubjectID, &config, &infra, &steps, &j.Status, &j.Phase, &cancel, &failure,
-		&j.LeaseOwner, &j.LeaseToken, &leaseExp, &ttl, &next, &j.Version, &created, &updated)
+		&j.LeaseOwner, &j.LeaseToken, &leaseExp, &ttl, &next, &j.Version, &created, &updated}, extra...)
+	err := r.Scan(dest...)
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +245,28 @@ func (s *Store) CreateJob(ctx context.Context, p *store.CreateJobParams) (*job.J
 	return out, nil
 }
 
+// reader is where a read outside a transaction goes.
+func (s *Store) reader() querier {
+	if s.reads != nil && s.tx == nil {
+		return s.reads
+	}
+	return s.q
+}
+
+// WithReadPool returns s with job reads served from db, a pool on the same database (see
+// Store.reads). The caller closes db after s.
+func (s *Store) WithReadPool(db *sql.DB) *Store {
+	if s.stmts != nil {
+		s.reads = preparedDB{DB: db, c: newStmtCache(db)}
+	} else {
+		s.reads = db
+	}
+	return s
+}
+
 func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error) {
 	q := `SELECT ` + JobColumns + ` FROM provisioning_jobs WHERE id = $1 AND ($2 = '' OR org_id = $2)`
-	j, err := scanJob(s.q.QueryRowContext(ctx, q, p.ID, p.OrgID))
+	j, err := scanJob(s.reader().QueryRowContext(ctx, q, p.ID, p.OrgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -207,7 +286,7 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 		WHERE org_id = $1 AND ($2 = '' OR status = $2) AND ($3 = '' OR family = $3)
 		AND ($4 = '' OR space_id = $4) AND ($5 = '' OR id < $5)
 		ORDER BY id DESC LIMIT $6`
-	rows, err := s.q.QueryContext(ctx, q, p.OrgID, string(p.Status), string(p.Family), p.SpaceID, p.After, limit+1)
+	rows, err := s.reader().QueryContext(ctx, q, p.OrgID, string(p.Status), string(p.Family), p.SpaceID, p.After, limit+1)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
@@ -231,6 +310,15 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 }
 
 func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*job.Job, error) {
+	if p.Status != nil {
+		if action := terminalAction(*p.Status); action != "" {
+			return s.auditedTerminal(ctx, p.ID, p.Now, action, func(tx *Store) (*job.Job, error) { return tx.updateJob(ctx, p) })
+		}
+	}
+	return s.updateJob(ctx, p)
+}
+
+func (s *Store) updateJob(ctx context.Context, p *store.UpdateJobParams) (*job.Job, error) {
 	// Column names come from this fixed list, never from input; values are parameters.
 	sets := []string{}
 	args := []any{}
@@ -316,7 +404,7 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job
 	defer rows.Close()
 	var out []*job.Job
 	for rows.Next() {
-		j, err := scanJob(rows)
+		j, err := scanLeased(rows)
 		if err != nil {
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
@@ -329,13 +417,30 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job
 }
 
 func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
-	if action := terminalAction(p.Status); action != "" {
-		return s.auditedCheckpoint(ctx, p, action)
+	action := terminalAction(p.Status)
+	if s.tx != nil {
+		// Inside a caller's transaction: write in it, as every other method does.
+		if action != "" {
+			return s.auditedCheckpoint(ctx, p, action)
+		}
+		return s.checkpoint(ctx, p)
 	}
-	return s.checkpoint(ctx, p)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.submit(&cpRequest{p: p, action: action, done: make(chan struct{})})
 }
 
 func (s *Store) checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
+	args, err := checkpointArgs(p)
+	if err != nil {
+		return nil, err
+	}
+	return s.checkpointDone(ctx, p, s.q.QueryRowContext(ctx, s.checkpointSQL(), args...))
+}
+
+// checkpointArgs are checkpointSQL's parameters for p.
+func checkpointArgs(p *store.CheckpointParams) ([]any, error) {
 	steps, err := jsonText(p.Steps)
 	if err != nil {
 		return nil, err
@@ -348,20 +453,14 @@ func (s *Store) checkpoint(ctx context.Context, p *store.CheckpointParams) (*job
 		}
 		failure = f
 	}
-	js := s.dialect.JSON
-	// The fencing token in the WHERE clause is what makes a worker that lost its lease (paused,
-	// partitioned, slow) unable to write: a newer claim has bumped the token.
-	q := fmt.Sprintf(`UPDATE provisioning_jobs SET steps = %s, infra = %s, status = $3, phase = $4, failure = %s,
-		next_run_at = $6,
-		lease_owner = CASE WHEN $7 = 1 THEN '' ELSE lease_owner END,
-		lease_expires_at = CASE WHEN $7 = 1 THEN NULL ELSE $8 + lease_ttl_ms END,
-		version = version + 1, updated_at = $8
-		WHERE id = $9 AND lease_token = $10 AND status = 'running'
-		RETURNING `+JobColumns, js("$1"), js("$2"), js("$5"))
-	row := s.q.QueryRowContext(ctx, q, steps, rawText(p.Infra, "{}"), string(p.Status), string(p.Phase), failure,
-		ms(p.NextRunAt), boolInt(p.Release), ms(p.Now), p.ID, p.LeaseToken)
-	j, err := scanJob(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	return []any{steps, rawText(p.Infra, "{}"), string(p.Status), string(p.Phase), failure,
+		ms(p.NextRunAt), boolInt(p.Release), ms(p.Now), p.ID, p.LeaseToken}, nil
+}
+
+// checkpointDone reads checkpointSQL's answer for p: no row means the lease was lost.
+func (s *Store) checkpointDone(ctx context.Context, p *store.CheckpointParams, row scanner) (*job.Job, error) {
+	j, err := scanLeased(row)
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, errNoRows) {
 		return nil, store.ErrLeaseLost
 	}
 	if err != nil {
@@ -375,9 +474,33 @@ func (s *Store) checkpoint(ctx context.Context, p *store.CheckpointParams) (*job
 	return j, nil
 }
 
+// endSQL is checkpointSQL for a job's end written right after its last step's result: it
+// also requires that no cancel was requested, which would turn the job to teardown instead.
+func (s *Store) endSQL() string {
+	return strings.Replace(s.checkpointSQL(), "AND status = 'running'", "AND status = 'running' AND cancel_requested = 0", 1)
+}
+
+func (s *Store) checkpointSQL() string {
+	js := s.dialect.JSON
+	// The fencing token in the WHERE clause is what makes a worker that lost its lease (paused,
+	// partitioned, slow) unable to write: a newer claim has bumped the token. A kept lease is
+	// extended, never shortened (see RenewLease).
+	return fmt.Sprintf(`UPDATE provisioning_jobs SET steps = %s, infra = %s, status = $3, phase = $4, failure = %s,
+		next_run_at = $6,
+		lease_owner = CASE WHEN $7 = 1 THEN '' ELSE lease_owner END,
+		lease_expires_at = CASE WHEN $7 = 1 THEN NULL
+			WHEN lease_expires_at > $8 + lease_ttl_ms THEN lease_expires_at ELSE $8 + lease_ttl_ms END,
+		version = version + 1, updated_at = $8
+		WHERE id = $9 AND lease_token = $10 AND status = 'running'
+		RETURNING `+JobColumns+`, `+s.dialect.Clock, js("$1"), js("$2"), js("$5"))
+}
+
 func (s *Store) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time.Time, error) {
 	var exp int64
-	err := s.q.QueryRowContext(ctx, `UPDATE provisioning_jobs SET lease_expires_at = $1 + lease_ttl_ms
+	// Never shortening the lease makes concurrent extensions (a heartbeat racing a checkpoint)
+	// safe in any commit order: the worker may take the latest expiry it was told.
+	err := s.q.QueryRowContext(ctx, `UPDATE provisioning_jobs SET lease_expires_at =
+			CASE WHEN lease_expires_at > $1 + lease_ttl_ms THEN lease_expires_at ELSE $1 + lease_ttl_ms END
 		WHERE id = $2 AND lease_token = $3 AND status = 'running' RETURNING lease_expires_at`,
 		ms(p.Now), p.ID, p.LeaseToken).Scan(&exp)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -387,6 +510,30 @@ func (s *Store) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time
 		return time.Time{}, fmt.Errorf("renew lease %s: %w", p.ID, err)
 	}
 	return fromMS(exp), nil
+}
+
+var _ store.Pruner = (*Store)(nil)
+
+// PruneJobs deletes up to p.Limit jobs that are over (see store.Pruner) and were last changed
+// before p.Before. Their audit entries stay: the record outlives the row.
+func (s *Store) PruneJobs(ctx context.Context, p *store.PruneJobsParams) (int, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	res, err := s.q.ExecContext(ctx, `DELETE FROM provisioning_jobs WHERE id IN (
+		SELECT id FROM provisioning_jobs WHERE status = 'cancelled' AND updated_at < $1
+		UNION ALL
+		SELECT id FROM provisioning_jobs WHERE status = 'deleted' AND updated_at < $1
+		LIMIT $2)`, ms(p.Before), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune jobs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune jobs: %w", err)
+	}
+	return int(n), nil
 }
 
 func (s *Store) CountJobs(ctx context.Context) (map[job.Status]int, error) {

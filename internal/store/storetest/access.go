@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,22 @@ func testUsersTeams(t *testing.T, s store.Store) {
 	}
 	if o, err := s.GetOrg(ctx, "org1"); err != nil || o.Name != "One" {
 		t.Fatalf("get org: %+v %v", o, err)
+	}
+	if err := s.CreateOrg(ctx, &store.Org{ID: "org0", Name: "Zero", CreatedAt: t0.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	orgs, err := s.ListOrgs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, o := range orgs {
+		if o.ID == "org0" || o.ID == "org1" {
+			listed = append(listed, o.ID+"="+o.Name)
+		}
+	}
+	if strings.Join(listed, ",") != "org0=Zero,org1=One" {
+		t.Fatalf("list orgs, oldest first: %v", listed)
 	}
 	u := &store.User{OrgID: "org1", Email: "a@example.com", Name: "A", CreatedAt: t0}
 	if err := s.CreateUser(ctx, u); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -53,11 +54,20 @@ func Run(t *testing.T, newStore NewStore) {
 		"ClaimBatchLimit":          testClaimLimit,
 		"ConcurrentClaimsDisjoint": testConcurrentClaims,
 		"CheckpointFencing":        testCheckpointFencing,
+		"ConcurrentCheckpoints":    testConcurrentCheckpoints,
+		"PruneOnlyJobsThatAreOver": testPrune,
+		"CheckpointThenEnd":        testCheckpointThenEnd,
 		"RenewLease":               testRenew,
 		"UpdateDoesNotTouchLease":  testUpdateKeepsLease,
 		"SpacesAndAccounts":        testSpaces,
 		"WakeupOnQueue":            testWakeup,
 		"CountJobs":                testCount,
+		"ClaimUsesDatabaseClock":   testClaimDatabaseClock,
+		"LeaseReportsDBClock":      testLeaseDatabaseClock,
+		"SecretOwners":             testSecretOwners,
+		"EndedJobOwners":           testEndedJobOwners,
+		"OldestDue":                testOldestDue,
+		"RemediationTimeline":      testRemediationTimeline,
 	}
 	for name, fn := range accessTests {
 		tests[name] = fn
@@ -331,6 +341,195 @@ func testCheckpointFencing(t *testing.T, s store.Store) {
 	}
 }
 
+// testConcurrentCheckpoints writes many checkpoints at once, as the engine's workers do, so
+// that the store may group them into one commit: each must still be fenced by its own lease
+// token, a stale one failing alone while the others commit, a job's end with its audit entry.
+func testConcurrentCheckpoints(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const n, stolen = 40, 10
+	for i := 0; i < n; i++ {
+		mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
+	}
+	held := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: n})
+	taken := claim(t, s, store.ClaimJobsParams{Owner: "w2", Now: t0.Add(2 * time.Minute), Limit: stolen})
+	if len(held) != n || len(taken) != stolen {
+		t.Fatalf("setup claims: %d, %d", len(held), len(taken))
+	}
+	isTaken := map[string]bool{}
+	for _, j := range taken {
+		isTaken[j.ID] = true
+	}
+	now := t0.Add(3 * time.Minute)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, j := range held {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := job.StatusRunning
+			if i%2 == 0 {
+				st = job.StatusCompleted
+			}
+			steps := []job.StepRecord{{Name: "a", Status: job.StepDone, Attempts: 1}, {Name: "b", Status: job.StepDone, Attempts: 1}}
+			_, errs[i] = s.Checkpoint(ctx, &store.CheckpointParams{ID: j.ID, LeaseToken: j.LeaseToken, Now: now, Steps: steps,
+				Infra: json.RawMessage(`{"by":"w1"}`), Status: st, Phase: job.PhaseApply, Release: st == job.StatusCompleted})
+		}()
+	}
+	wg.Wait()
+	for i, j := range held {
+		got, err := s.GetJob(ctx, &store.GetJobParams{ID: j.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isTaken[j.ID] {
+			if !errors.Is(errs[i], store.ErrLeaseLost) {
+				t.Errorf("checkpoint under a taken-over lease: %v", errs[i])
+			}
+			if got.LeaseOwner != "w2" || got.Status != job.StatusRunning || string(got.Infra) == `{"by":"w1"}` {
+				t.Errorf("a stale checkpoint changed the job: %+v", got)
+			}
+			continue
+		}
+		want := job.StatusRunning
+		if i%2 == 0 {
+			want = job.StatusCompleted
+		}
+		if errs[i] != nil || got.Status != want || got.Steps[1].Status != job.StepDone {
+			t.Errorf("checkpoint %d: %v, status %s", i, errs[i], got.Status)
+		}
+		_, audited, err := s.ListAudit(ctx, &audit.Filter{OrgID: "org1", Action: "provisioning-job.completed", ResourceID: j.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantAudit := map[bool]int{true: 1, false: 0}[want == job.StatusCompleted]; audited != wantAudit {
+			t.Errorf("job %d: %d completion audit entries, want %d", i, audited, wantAudit)
+		}
+	}
+}
+
+// testPrune removes old cancelled and deleted jobs and nothing else: not a recent one, and
+// never a completed, failed, queued or running job, however old.
+func testPrune(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	pr, ok := s.(store.Pruner)
+	if !ok {
+		t.Fatal("the store cannot prune")
+	}
+	old, recent := t0, t0.Add(48*time.Hour)
+	ids := map[job.Status][2]string{}
+	for _, st := range []job.Status{job.StatusCancelled, job.StatusDeleted, job.StatusCompleted, job.StatusFailed, job.StatusQueued} {
+		var pair [2]string
+		for k, at := range []time.Time{old, recent} {
+			j := newJob("org1", "spc1", st, at)
+			if _, err := s.CreateJob(ctx, &store.CreateJobParams{Job: j, Now: at}); err != nil {
+				t.Fatal(err)
+			}
+			pair[k] = j.ID
+		}
+		ids[st] = pair
+	}
+	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, old))
+	running := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: old, Limit: 1})
+	if len(running) != 1 {
+		t.Fatal("setup claim failed")
+	}
+	// Limit 1 twice, then once more to find nothing left: the limit bounds each call.
+	for i, want := range []int{1, 1, 0} {
+		n, err := pr.PruneJobs(ctx, &store.PruneJobsParams{Before: t0.Add(time.Hour), Limit: 1})
+		if err != nil || n != want {
+			t.Fatalf("prune call %d: %d, %v (want %d)", i, n, err, want)
+		}
+	}
+	gone := func(id string) bool {
+		_, err := s.GetJob(ctx, &store.GetJobParams{ID: id})
+		return errors.Is(err, store.ErrNotFound)
+	}
+	for st, pair := range ids {
+		over := st == job.StatusCancelled || st == job.StatusDeleted
+		if gone(pair[0]) != over {
+			t.Errorf("old %s job: pruned %v, want %v", st, gone(pair[0]), over)
+		}
+		if gone(pair[1]) {
+			t.Errorf("recent %s job was pruned", st)
+		}
+	}
+	if gone(running[0].ID) {
+		t.Error("a running job was pruned")
+	}
+}
+
+// testCheckpointThenEnd writes a job's last result and its end together: both land with the
+// end's audit entry; a requested cancel stops the end (the result still lands); a stale lease
+// stops both. Several pairs at once exercise the group commit.
+func testCheckpointThenEnd(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	f, ok := s.(store.Finisher)
+	if !ok {
+		t.Fatal("the store cannot write a result and an end together")
+	}
+	const n = 12
+	for i := 0; i < n; i++ {
+		mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
+	}
+	held := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: t0, Limit: n})
+	if len(held) != n {
+		t.Fatalf("claimed %d", len(held))
+	}
+	// Job 0 is cancelled meanwhile; job 1 is written with a stale token (as by a worker whose
+	// lease was taken over).
+	yes := true
+	if _, err := s.UpdateJob(ctx, &store.UpdateJobParams{OrgID: "org1", ID: held[0].ID, Version: held[0].Version, Now: t0, CancelRequested: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	held[1].LeaseToken--
+	now := t0.Add(30 * time.Second)
+	steps := []job.StepRecord{{Name: "a", Status: job.StepDone, Attempts: 1}, {Name: "b", Status: job.StepDone, Attempts: 1}}
+	type result struct {
+		written, ended *job.Job
+		err            error
+	}
+	res := make([]result, n)
+	var wg sync.WaitGroup
+	for i, j := range held {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first := &store.CheckpointParams{ID: j.ID, LeaseToken: j.LeaseToken, Now: now, Steps: steps, Infra: json.RawMessage(`{}`),
+				Status: job.StatusRunning, Phase: job.PhaseApply, NextRunAt: now}
+			end := *first
+			end.Status, end.Release = job.StatusCompleted, true
+			res[i].written, res[i].ended, res[i].err = f.CheckpointThenEnd(ctx, first, &end)
+		}()
+	}
+	wg.Wait()
+	for i, j := range held {
+		got, err := s.GetJob(ctx, &store.GetJobParams{ID: j.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, audited, err := s.ListAudit(ctx, &audit.Filter{OrgID: "org1", Action: "provisioning-job.completed", ResourceID: j.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res[i]
+		switch {
+		case i == 0: // cancelled meanwhile: the result lands, the end does not
+			if r.err != nil || r.written == nil || r.ended != nil || got.Status != job.StatusRunning || got.Steps[1].Status != job.StepDone || !got.CancelRequested || audited != 0 {
+				t.Errorf("cancelled job: %v %+v %+v, audited %d", r.err, r.ended, got, audited)
+			}
+		case i == 1: // stale token: nothing lands
+			if !errors.Is(r.err, store.ErrLeaseLost) || got.Status != job.StatusRunning || audited != 0 {
+				t.Errorf("taken-over job: %v %+v, audited %d", r.err, got, audited)
+			}
+		default:
+			if r.err != nil || r.written == nil || r.written.Status != job.StatusRunning || r.ended == nil ||
+				got.Status != job.StatusCompleted || got.Version != r.written.Version+1 || audited != 1 {
+				t.Errorf("job %d: %v, %+v, audited %d", i, r.err, got, audited)
+			}
+		}
+	}
+}
+
 func testRenew(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
@@ -459,4 +658,112 @@ func claim(t *testing.T, s store.Store, p store.ClaimJobsParams) []*job.Job {
 		t.Fatalf("ClaimJobs: %v", err)
 	}
 	return got
+}
+
+// A replica whose clock runs two minutes fast never takes over a lease that is still live by
+// the database's clock, however expired it looks by its own; once the database's clock passes
+// the lease, it does.
+func testClaimDatabaseClock(t *testing.T, s store.Store) {
+	j := newJob("org1", "spc1", job.StatusQueued, time.Now())
+	j.LeaseTTL = 500 * time.Millisecond
+	mustCreate(t, s, j)
+	held := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: time.Now(), Limit: 1})
+	if len(held) != 1 {
+		t.Fatal("no claim")
+	}
+	exp := *held[0].LeaseExpiresAt
+	fast := func() time.Time { return time.Now().Add(2 * time.Minute) }
+	tries := 0
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := claim(t, s, store.ClaimJobsParams{Owner: "fast", Now: fast(), Limit: 1})
+		after := time.Now()
+		tries++
+		if len(got) == 1 {
+			// The database compared in whole milliseconds at some instant before after; a claim
+			// then means its clock had passed exp, so after must have too.
+			if !after.After(exp) {
+				t.Fatalf("claimed at %s, before the lease expired at %s by the database's clock",
+					after.Format(time.StampMilli), exp.Format(time.StampMilli))
+			}
+			if got[0].LeaseToken <= held[0].LeaseToken || got[0].LeaseOwner != "fast" {
+				t.Fatalf("take-over did not bump the fencing token: %d -> %d", held[0].LeaseToken, got[0].LeaseToken)
+			}
+			break
+		}
+		if after.After(deadline) {
+			t.Fatalf("the fast replica never took over the expired lease (%d tries)", tries)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if tries < 2 {
+		t.Fatal("the first claim already took the lease over; the test proved nothing")
+	}
+}
+
+// Claims and lease-keeping checkpoints report the database's clock, read in the same
+// statement: a replica whose clock lags writes a lease that is shorter by the database's clock
+// than by its own, and DBNow is how its worker finds out.
+func testLeaseDatabaseClock(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
+	before := time.Now().Truncate(time.Millisecond)
+	slow := time.Now().Add(-2 * time.Minute)
+	c := claim(t, s, store.ClaimJobsParams{Owner: "slow", Now: slow, Limit: 1})
+	after := time.Now()
+	if len(c) != 1 {
+		t.Fatal("no claim")
+	}
+	if c[0].DBNow.Before(before) || c[0].DBNow.After(after) {
+		t.Fatalf("claim DBNow = %s, want the database's clock between %s and %s", c[0].DBNow, before, after)
+	}
+	if left := c[0].LeaseExpiresAt.Sub(c[0].DBNow); left > -59*time.Second || left < -61*time.Second {
+		t.Fatalf("a one-minute lease written two minutes slow has %s left by the database's clock, want about -1m", left)
+	}
+	// By the database's clock that lease is over, so a replica with a true clock takes it.
+	cur := claim(t, s, store.ClaimJobsParams{Owner: "true", Now: time.Now(), Limit: 1})
+	if len(cur) != 1 || cur[0].LeaseToken <= c[0].LeaseToken {
+		t.Fatalf("a lease expired by the database's clock was not taken over: %d claims", len(cur))
+	}
+	before = time.Now().Truncate(time.Millisecond)
+	cp, err := s.Checkpoint(ctx, &store.CheckpointParams{ID: cur[0].ID, LeaseToken: cur[0].LeaseToken, Now: time.Now(),
+		Steps: cur[0].Steps, Status: job.StatusRunning, Phase: job.PhaseApply})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.DBNow.Before(before) || cp.DBNow.After(time.Now()) {
+		t.Fatalf("checkpoint DBNow = %s, want the database's clock", cp.DBNow)
+	}
+	rel, err := s.Checkpoint(ctx, &store.CheckpointParams{ID: cur[0].ID, LeaseToken: cur[0].LeaseToken, Now: time.Now(),
+		Steps: cur[0].Steps, Status: job.StatusQueued, Phase: job.PhaseApply, NextRunAt: t0, Release: true})
+	if err != nil || !rel.DBNow.IsZero() {
+		t.Fatalf("released job: %v, DBNow %s", err, rel.DBNow)
+	}
+}
+
+// testOldestDue checks the queue-lag source: the earliest next_run_at among queued jobs that
+// are due, and nothing when none is.
+func testOldestDue(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	q, ok := s.(interface {
+		OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error)
+	})
+	if !ok {
+		t.Fatalf("store %T cannot say how long the queue waits", s)
+	}
+	if _, ok, err := q.OldestDue(ctx, t0); err != nil || ok {
+		t.Fatalf("empty ledger: due=%v, %v", ok, err)
+	}
+	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0.Add(time.Minute)))      // not due yet
+	mustCreate(t, s, newJob("org1", "spc1", job.StatusRunning, t0.Add(-time.Hour)))      // not waiting
+	mustCreate(t, s, newJob("org1", "spc1", job.StatusAwaitingUser, t0.Add(-time.Hour))) // waits on a person
+	if _, ok, err := q.OldestDue(ctx, t0); err != nil || ok {
+		t.Fatalf("nothing queued and due: due=%v, %v", ok, err)
+	}
+	mustCreate(t, s, newJob("org2", "spc1", job.StatusQueued, t0.Add(-30*time.Second)))
+	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0.Add(-10*time.Second)))
+	got, ok, err := q.OldestDue(ctx, t0)
+	if err != nil || !ok || !got.Equal(t0.Add(-30*time.Second)) {
+		t.Fatalf("oldest due = %v, %v, %v; want %v", got, ok, err, t0.Add(-30*time.Second))
+	}
 }

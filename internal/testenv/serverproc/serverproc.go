@@ -107,6 +107,9 @@ type Options struct {
 	LogFile string
 	// Killed, if set, is called with the pid once Kill has seen the process gone.
 	Killed func(pid int)
+	// Binary is the test binary to run as the server; "" is this one. Upgrade tests run a
+	// test binary built from an earlier commit, whose Main speaks the same variables.
+	Binary string
 }
 
 // Proc is a running child server.
@@ -146,7 +149,11 @@ func Start(t testing.TB, o Options) *Proc {
 	if err != nil {
 		t.Fatalf("server log: %v", err)
 	}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	bin := o.Binary
+	if bin == "" {
+		bin = os.Args[0]
+	}
+	p.cmd = exec.Command(bin, "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), o.Env...)
 	p.cmd.Env = append(p.cmd.Env, envServe+"=1", envAddrFile+"="+addrFile, envDataDir+"="+o.DataDir,
 		envDatabase+"="+o.Database, envToken+"="+o.Token)

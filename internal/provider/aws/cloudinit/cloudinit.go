@@ -1,4 +1,4 @@
-// Package cloudinit renders the user data every Groundwork VM boots with (reference/002_*):
+// Package cloudinit renders the user data every Groundwork VM boots with:
 // install Docker, create the nginx-on-zop-net bridge network, run NGINX on it (skipped in bare
 // mode), and write a sentinel file last, which the create-VMs step polls for readiness.
 package cloudinit

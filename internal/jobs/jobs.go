@@ -1,0 +1,203 @@
+// Package jobs admits provisioning jobs: the checks and layout every entry point shares (the
+// HTTP API, install-component, the provisioner protocol). It decides nothing about who the
+// caller is: the authorisation decision is passed in, and refusals come back as a Refusal
+// that each entry point renders its own way (the API as an RFC 9457 problem).
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/validation"
+)
+
+// Spaces is what admission reads of the store.
+type Spaces interface {
+	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
+}
+
+// Service admits jobs.
+type Service struct {
+	Spaces    Spaces
+	Pipelines *pipeline.Registry
+	// Catalog, if set, checks a create's config against its type's schema and fills defaults.
+	Catalog *catalog.Catalog
+	Now     func() time.Time
+}
+
+// Request is a job as asked for.
+type Request struct {
+	SpaceID string
+	Kind    string
+	Mode    string
+	Draft   bool
+	Name    string
+	Tags    map[string]string
+	Config  json.RawMessage
+}
+
+// Reason says why a request was refused.
+type Reason int
+
+const (
+	// Invalid: the request is wrong as sent (the API's 400).
+	Invalid Reason = iota
+	// NotFound: it names a space that does not exist for the caller (404).
+	NotFound
+)
+
+// Refusal is a request refused before anything was stored: what is wrong, per field.
+type Refusal struct {
+	Reason Reason
+	Detail string
+	Fields []validation.FieldError
+}
+
+func (r *Refusal) Error() string {
+	if len(r.Fields) == 0 {
+		return r.Detail
+	}
+	return r.Detail + ": " + validation.Error(r.Fields).Error()
+}
+
+// ConfigRefusal is a pipeline's or the catalog's refusal of a config, as a Refusal; err
+// without fields is refused with its text.
+func ConfigRefusal(err error) *Refusal {
+	if f, ok := validation.Fields(err); ok {
+		return &Refusal{Reason: Invalid, Detail: "the config is invalid", Fields: f}
+	}
+	var ve *catalog.ValidationError
+	if errors.As(err, &ve) {
+		return &Refusal{Reason: Invalid, Detail: "the config is invalid", Fields: CatalogFields(ve)}
+	}
+	return &Refusal{Reason: Invalid, Detail: err.Error()}
+}
+
+// CatalogFields names the catalog's refusals as fields of the request's config.
+func CatalogFields(ve *catalog.ValidationError) []validation.FieldError {
+	out := make([]validation.FieldError, len(ve.Fields))
+	for i, f := range ve.Fields {
+		name := "config"
+		if f.Field != "" {
+			name = "config." + f.Field
+		}
+		out[i] = validation.FieldError{Field: name, Rule: f.Rule, Message: f.Message}
+	}
+	return out
+}
+
+// Authorize decides whether the caller may create a job in sp; its error is returned as is.
+type Authorize func(ctx context.Context, sp *store.Space) error
+
+// Admit checks req for org and lays out the job it asks for, with its step records, without
+// storing it: the request's own fields, the space, the caller's right to create there
+// (authorize), the catalog's schema and defaults (create only), the family's pipeline
+// (which refuses a provider it cannot serve). A refusal is a *Refusal, or authorize's error.
+func (s *Service) Admit(ctx context.Context, orgID string, req Request, authorize Authorize) (*job.Job, error) {
+	var fields []validation.FieldError
+	if req.SpaceID == "" {
+		fields = append(fields, validation.FieldError{Field: "spaceID", Rule: "required", Message: "is required"})
+	}
+	family := job.Family(req.Kind)
+	if req.Kind == "" {
+		fields = append(fields, validation.FieldError{Field: "kind", Rule: "required", Message: "is required"})
+	} else if _, ok := s.Pipelines.Get(family); !ok {
+		fields = append(fields, validation.FieldError{Field: "kind", Rule: "enum",
+			Message: fmt.Sprintf("%q is not a kind this server provisions; one of %s", req.Kind, s.kinds())})
+	}
+	mode := job.Mode(req.Mode)
+	if mode == "" {
+		mode = job.ModeCreate
+	}
+	if mode != job.ModeCreate && mode != job.ModeAdopt {
+		fields = append(fields, validation.FieldError{Field: "mode", Rule: "enum", Message: "must be create or adopt"})
+	}
+	config := bytes.TrimSpace(req.Config)
+	if len(config) == 0 || string(config) == "null" {
+		config = []byte(`{}`)
+	}
+	if config[0] != '{' {
+		fields = append(fields, validation.FieldError{Field: "config", Rule: "type", Message: "must be an object"})
+	}
+	if len(req.Name) > 200 {
+		fields = append(fields, validation.FieldError{Field: "name", Rule: "maxLength", Message: "must be at most 200 characters"})
+	}
+	if len(fields) > 0 {
+		return nil, &Refusal{Reason: Invalid, Detail: "the job request is invalid", Fields: fields}
+	}
+	space, err := s.Spaces.GetSpace(ctx, orgID, req.SpaceID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &Refusal{Reason: NotFound, Detail: "space not found",
+			Fields: []validation.FieldError{{Field: "spaceID", Rule: "exists", Message: "no space " + req.SpaceID + " in your organisation"}}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if authorize != nil {
+		if err := authorize(ctx, space); err != nil {
+			return nil, err
+		}
+	}
+	if s.Catalog != nil && mode == job.ModeCreate {
+		_, withDefaults, err := s.Catalog.ValidateJob(family, config)
+		var ve *catalog.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			return nil, &Refusal{Reason: Invalid, Detail: "the config is invalid for kind " + req.Kind, Fields: CatalogFields(ve)}
+		case err == nil:
+			config = withDefaults
+		}
+		// A family the catalog has no type for is validated by its pipeline alone.
+	}
+	name := req.Name
+	if name == "" {
+		// Most configs name their resource; the job shows that name unless told otherwise.
+		var c struct {
+			Name any `json:"name"`
+		}
+		if json.Unmarshal(config, &c) == nil {
+			if n, ok := c.Name.(string); ok && len(n) <= 200 {
+				name = n
+			}
+		}
+	}
+	pl, _ := s.Pipelines.Get(family)
+	status := job.StatusQueued
+	if req.Draft {
+		status = job.StatusDraft
+	}
+	now := s.Now()
+	j := &job.Job{
+		ID: "job_" + ulid.Make().String(), OrgID: orgID, SpaceID: space.ID, Kind: job.KindProvisioning,
+		Family: family, Provider: space.Provider, Mode: mode, Name: name, Tags: req.Tags,
+		Config: json.RawMessage(config), Infra: json.RawMessage(`{}`), Status: status, Phase: job.PhaseApply,
+		LeaseTTL: pl.LeaseTTL(), NextRunAt: now,
+	}
+	if err := pl.Validate(ctx, j); err != nil {
+		return nil, ConfigRefusal(err)
+	}
+	j.Steps = pipeline.NewStepRecords(pl.Steps(j))
+	return j, nil
+}
+
+// kinds lists the families this server provisions.
+func (s *Service) kinds() string {
+	var names []string
+	for _, f := range job.Families {
+		if _, ok := s.Pipelines.Get(f); ok {
+			names = append(names, string(f))
+		}
+	}
+	return strings.Join(names, ", ")
+}
