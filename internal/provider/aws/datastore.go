@@ -134,7 +134,7 @@ func (p *Provider) ensureRDS(ctx context.Context, s DatastoreSpec, d Datastore, 
 			return d, alreadyExists("DB subnet group", d.ID)
 		}
 	} else if err != nil {
-		return d, p.classify(err, false)
+		return d, p.subnetGroupErr(err, s.SubnetIDs)
 	}
 	got, found, err := p.describeRDS(ctx, d.ID)
 	if err != nil {
@@ -225,7 +225,7 @@ func (p *Provider) ensureRedis(ctx context.Context, s DatastoreSpec, d Datastore
 			return d, alreadyExists("cache subnet group", d.ID)
 		}
 	} else if err != nil {
-		return d, p.classify(err, false)
+		return d, p.subnetGroupErr(err, s.SubnetIDs)
 	}
 	if got, found, err := p.describeRedis(ctx, d.ID); err != nil || found {
 		if err == nil && deref(got.Description) != jobMark(s.Tags) {
@@ -358,4 +358,15 @@ func (p *Provider) DeleteDatastore(ctx context.Context, s DatastoreSpec) (done b
 // teardown of an ElastiCache subnet group, which moto cannot delete, from failing tests.
 func notImplemented(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "not yet implemented")
+}
+
+// subnetGroupErr classifies a refused subnet group. Subnets that do not exist come from the
+// space (or were deleted outside Groundwork): no retry brings them back, the user must pick
+// others.
+func (p *Provider) subnetGroupErr(err error, subnets []string) error {
+	if isCode(err, "InvalidSubnetID.NotFound", "InvalidSubnet", "InvalidSubnetID") {
+		return fault.UserAction(err, "SubnetNotFound", fmt.Sprintf("A subnet of %s does not exist in %s: set the space's subnets to existing ones of this account and region.", strings.Join(subnets, ", "), p.region),
+			"https://console.aws.amazon.com/vpcconsole/home?region="+p.region+"#subnets:")
+	}
+	return p.classify(err, false)
 }

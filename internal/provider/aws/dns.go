@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -161,6 +162,11 @@ func (p *Provider) changeRecord(ctx context.Context, zone string, action r53type
 	if err != nil {
 		if action == r53types.ChangeActionDelete {
 			return err
+		}
+		if isCode(err, "NoSuchHostedZone") {
+			// The zone the job made (or was given) is gone: deleted outside Groundwork. Retrying
+			// cannot bring it back; the user decides whether to recreate it.
+			return fault.UserAction(err, "NoSuchHostedZone", fmt.Sprintf("The hosted zone %s no longer exists in the account (was it deleted outside Groundwork?): retry the job to recreate its zone, or point the record at an existing zone.", zone), "")
 		}
 		return p.classify(err, false)
 	}
