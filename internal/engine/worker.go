@@ -196,9 +196,12 @@ func (e *Engine) work(j *job.Job, sent, now time.Time, free func()) {
 		return
 	}
 	steps := p.Steps(j)
-	if len(steps) != len(j.Steps) {
+	// Step records are matched to the pipeline's steps by position; a record under another
+	// name means this build laid the job out differently from the one that stored it, and
+	// running position i would run some other step's work against its record.
+	if changed := stepsChanged(steps, j.Steps); changed != "" {
 		e.fail(ctx, l, j, -1, &job.Failure{Class: job.ClassSystem, Code: "StepsChanged",
-			Message: "the pipeline's steps no longer match the job's records"}, log)
+			Message: "the pipeline's steps no longer match the job's records: " + changed}, log)
 		return
 	}
 	for {
@@ -223,6 +226,20 @@ func (e *Engine) work(j *job.Job, sent, now time.Time, free func()) {
 		}
 		j = next
 	}
+}
+
+// stepsChanged describes the first difference between the pipeline's steps and the job's
+// records, or returns "" when they match.
+func stepsChanged(steps []pipeline.Step, records []job.StepRecord) string {
+	if len(steps) != len(records) {
+		return fmt.Sprintf("%d steps, %d records", len(steps), len(records))
+	}
+	for i := range steps {
+		if steps[i].Name != records[i].Name {
+			return fmt.Sprintf("step %d is %q, its record %q", i+1, steps[i].Name, records[i].Name)
+		}
+	}
+	return ""
 }
 
 // applyNext runs the first step that has not completed and returns the job to continue with,
