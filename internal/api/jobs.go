@@ -62,14 +62,14 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 // NewJob validates a create request and lays out the job (not yet stored). Other entry points
 // that create jobs (install-component, the provisioner protocol) go through it too.
 func (s *Server) NewJob(ctx context.Context, p *Principal, req *createJobRequest) (*job.Job, error) {
-	return s.newJob(ctx, p, req, true)
+	return s.newJob(ctx, p, req, false)
 }
 
-// newJob is NewJob; checkAccount refuses a create on a read-only cloud account (a plan is
-// answered for one).
-func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest, checkAccount bool) (*job.Job, error) {
+// newJob is NewJob; planOnly admits a job that is only to be planned (a read-only cloud
+// account is not refused: the plan is answered for one).
+func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest, planOnly bool) (*job.Job, error) {
 	j, err := s.jobs.Admit(ctx, p.OrgID, jobs.Request{SpaceID: req.SpaceID, Kind: req.Kind, Mode: req.Mode, Draft: req.Draft,
-		Name: req.Name, Tags: req.Tags, Config: req.Config}, func(ctx context.Context, space *store.Space) error {
+		Name: req.Name, Tags: req.Tags, Config: req.Config, PlanOnly: planOnly}, func(ctx context.Context, space *store.Space) error {
 		if p.Perms == nil || p.Perms.OrgWide("provisioning:create") {
 			return nil
 		}
@@ -85,11 +85,6 @@ func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest
 	if err != nil {
 		return nil, refusalProblem(err)
 	}
-	if checkAccount {
-		if err := s.checkAccount(ctx, j); err != nil {
-			return nil, err
-		}
-	}
 	return j, nil
 }
 
@@ -100,10 +95,15 @@ func refusalProblem(err error) error {
 		return err
 	}
 	status := http.StatusBadRequest
-	if rf.Reason == jobs.NotFound {
+	switch rf.Reason {
+	case jobs.NotFound:
 		status = http.StatusNotFound
+	case jobs.Forbidden:
+		status = http.StatusForbidden
 	}
-	return problem(status, rf.Detail, rf.Fields...)
+	pr := problem(status, rf.Detail, rf.Fields...)
+	pr.FixHint = rf.FixHint
+	return pr
 }
 
 func validationProblem(err error) error { return refusalProblem(jobs.ConfigRefusal(err)) }
@@ -238,8 +238,8 @@ func (s *Server) patchOnce(r *http.Request, p *Principal, req *patchJobRequest, 
 				FieldError{Field: "status", Rule: "transition", Message: "only draft → queued"})
 		}
 		// The account may have been made read-only since the draft was written.
-		if err := s.checkAccount(r.Context(), j); err != nil {
-			return nil, err
+		if err := s.jobs.CheckAccount(r.Context(), j); err != nil {
+			return nil, refusalProblem(err)
 		}
 		now := s.cfg.Now()
 		up.Status, up.NextRunAt = req.Status, &now

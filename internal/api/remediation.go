@@ -140,14 +140,8 @@ func (s *Server) createRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 			return problem(http.StatusForbidden, "this needs the remediation:create permission on space "+space.ID)
 		}
 	}
-	if space.CloudAccountID != "" {
-		acc, err := s.cfg.Store.GetCloudAccount(r.Context(), p.OrgID, space.CloudAccountID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if acc != nil && acc.PermissionLevel == "read_only" {
-			return readOnlyRefusal(acc)
-		}
+	if err := s.jobs.RequireReadWrite(r.Context(), p.OrgID, space); err != nil {
+		return refusalProblem(err)
 	}
 	if err := pl.Validate(r.Context(), j); err != nil {
 		return validationProblem(err)

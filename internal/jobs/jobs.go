@@ -18,21 +18,31 @@ import (
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/plan"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
-// Spaces is what admission reads of the store.
-type Spaces interface {
+// Store is what the service reads and changes of the store.
+type Store interface {
 	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
+	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
+}
+
+// Planner answers what a job will do before it runs (internal/plan); the read-only account
+// check compares its operations with what a read-only grant covers.
+type Planner interface {
+	Plan(ctx context.Context, j *job.Job, region string, steps []string) (*plan.Plan, error)
 }
 
 // Service admits jobs.
 type Service struct {
-	Spaces    Spaces
+	Store     Store
 	Pipelines *pipeline.Registry
 	// Catalog, if set, checks a create's config against its type's schema and fills defaults.
 	Catalog *catalog.Catalog
+	// Planner plans jobs (nil: steps only, no cloud operations).
+	Planner Planner
 	Now     func() time.Time
 }
 
@@ -45,6 +55,9 @@ type Request struct {
 	Name    string
 	Tags    map[string]string
 	Config  json.RawMessage
+	// PlanOnly lays the job out to be planned, not run: a read-only cloud account is not
+	// refused, since the plan is how its owner learns what to grant.
+	PlanOnly bool
 }
 
 // Reason says why a request was refused.
@@ -55,6 +68,8 @@ const (
 	Invalid Reason = iota
 	// NotFound: it names a space that does not exist for the caller (404).
 	NotFound
+	// Forbidden: the space's cloud account does not grant what the job needs (403).
+	Forbidden
 )
 
 // Refusal is a request refused before anything was stored: what is wrong, per field.
@@ -62,7 +77,15 @@ type Refusal struct {
 	Reason Reason
 	Detail string
 	Fields []validation.FieldError
+	// FixHint says what to change for the request to succeed (the policy a read-only
+	// account needs).
+	FixHint string
+	// Err is the condition behind the refusal, if it has a name (store.ErrNotFound for a
+	// space that is gone).
+	Err error
 }
+
+func (r *Refusal) Unwrap() error { return r.Err }
 
 func (r *Refusal) Error() string {
 	if len(r.Fields) == 0 {
@@ -103,7 +126,8 @@ type Authorize func(ctx context.Context, sp *store.Space) error
 // Admit checks req for org and lays out the job it asks for, with its step records, without
 // storing it: the request's own fields, the space, the caller's right to create there
 // (authorize), the catalog's schema and defaults (create only), the family's pipeline
-// (which refuses a provider it cannot serve). A refusal is a *Refusal, or authorize's error.
+// (which refuses a provider it cannot serve), and unless req.PlanOnly the space's cloud
+// account (see checkAccount). A refusal is a *Refusal, or authorize's error.
 func (s *Service) Admit(ctx context.Context, orgID string, req Request, authorize Authorize) (*job.Job, error) {
 	var fields []validation.FieldError
 	if req.SpaceID == "" {
@@ -136,7 +160,7 @@ func (s *Service) Admit(ctx context.Context, orgID string, req Request, authoriz
 	if len(fields) > 0 {
 		return nil, &Refusal{Reason: Invalid, Detail: "the job request is invalid", Fields: fields}
 	}
-	space, err := s.Spaces.GetSpace(ctx, orgID, req.SpaceID)
+	space, err := s.Store.GetSpace(ctx, orgID, req.SpaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, &Refusal{Reason: NotFound, Detail: "space not found",
 			Fields: []validation.FieldError{{Field: "spaceID", Rule: "exists", Message: "no space " + req.SpaceID + " in your organisation"}}}
@@ -188,6 +212,11 @@ func (s *Service) Admit(ctx context.Context, orgID string, req Request, authoriz
 		return nil, ConfigRefusal(err)
 	}
 	j.Steps = pipeline.NewStepRecords(pl.Steps(j))
+	if !req.PlanOnly {
+		if err := s.checkAccount(ctx, j, space); err != nil {
+			return nil, err
+		}
+	}
 	return j, nil
 }
 
