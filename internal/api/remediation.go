@@ -12,6 +12,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/jobs"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/remediation"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -247,7 +248,7 @@ func (s *Server) cancelRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 			return nil
 		})
 	if err != nil && !errors.Is(err, errNoChange) {
-		return transitionErr(err)
+		return jobErr(jobs.TransitionRefusal(err))
 	}
 	writeJSON(w, http.StatusAccepted, remediationView(out))
 	return nil

@@ -44,16 +44,6 @@ func (s *Service) space(ctx context.Context, j *job.Job) (*store.Space, error) {
 	return sp, err
 }
 
-// CheckAccount is checkAccount for a job already stored (a draft about to be promoted): the
-// account may have been made read-only since it was admitted.
-func (s *Service) CheckAccount(ctx context.Context, j *job.Job) error {
-	sp, err := s.space(ctx, j)
-	if err != nil {
-		return err
-	}
-	return s.checkAccount(ctx, j, sp)
-}
-
 // checkAccount refuses j, before it is stored or started, when its space's cloud account is
 // read-only and the job's plan calls operations a read-only grant does not cover; the fix
 // hint lists them with the least-privilege policy that grants them. A family whose

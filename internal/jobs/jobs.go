@@ -1,7 +1,9 @@
-// Package jobs admits provisioning jobs: the checks and layout every entry point shares (the
-// HTTP API, install-component, the provisioner protocol). It decides nothing about who the
-// caller is: the authorisation decision is passed in, and refusals come back as a Refusal
-// that each entry point renders its own way (the API as an RFC 9457 problem).
+// Package jobs admits and changes provisioning jobs: the checks and layout every entry point
+// shares (the HTTP API, install-component, the provisioner protocol), and the changes a
+// client asks of a stored job (rename, promote a draft, VM operations, resize, retry,
+// cancel). It decides nothing about who the caller is: the authorisation decision is passed
+// in or made before, and refusals come back as a Refusal that each entry point renders its
+// own way (the API as an RFC 9457 problem); the store's sentinel errors pass as they are.
 package jobs
 
 import (
@@ -10,15 +12,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/plan"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
@@ -27,6 +33,9 @@ import (
 type Store interface {
 	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
 	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
+	GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error)
+	// Audited runs fn in one transaction and records e with it if fn succeeds.
+	Audited(ctx context.Context, e *audit.Entry, fn func(tx store.Store) error) error
 }
 
 // Planner answers what a job will do before it runs (internal/plan); the read-only account
@@ -35,7 +44,12 @@ type Planner interface {
 	Plan(ctx context.Context, j *job.Job, region string, steps []string) (*plan.Plan, error)
 }
 
-// Service admits jobs.
+// Forgetter deletes the secrets an owner stored.
+type Forgetter interface {
+	Forget(ctx context.Context, owner secrets.Owner) error
+}
+
+// Service admits and changes jobs.
 type Service struct {
 	Store     Store
 	Pipelines *pipeline.Registry
@@ -43,6 +57,12 @@ type Service struct {
 	Catalog *catalog.Catalog
 	// Planner plans jobs (nil: steps only, no cloud operations).
 	Planner Planner
+	// VMOps plans the VM operations and resizes of completed vm_pool jobs (nil: refused as
+	// not supported).
+	VMOps vmpool.Operator
+	// Secrets, if set, loses a job's secrets when it is cancelled before any step ran.
+	Secrets Forgetter
+	Log     *slog.Logger
 	Now     func() time.Time
 }
 
@@ -68,6 +88,8 @@ const (
 	Invalid Reason = iota
 	// NotFound: it names a space that does not exist for the caller (404).
 	NotFound
+	// Conflict: the request is sound but the job is not in a state that allows it (409).
+	Conflict
 	// Forbidden: the space's cloud account does not grant what the job needs (403).
 	Forbidden
 )
@@ -80,8 +102,8 @@ type Refusal struct {
 	// FixHint says what to change for the request to succeed (the policy a read-only
 	// account needs).
 	FixHint string
-	// Err is the condition behind the refusal, if it has a name (store.ErrNotFound for a
-	// space that is gone).
+	// Err is the condition behind the refusal, if it has a name (store.ErrVersionConflict for
+	// a stale version, *job.TransitionError).
 	Err error
 }
 
