@@ -15,6 +15,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/groundworkhq/groundwork/internal/audit"
+	"github.com/groundworkhq/groundwork/internal/jobs"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -223,33 +224,6 @@ func (s *Server) checkEndpoint(ctx context.Context, provider string, cfg json.Ra
 	return nil
 }
 
-// upgradePolicy is what to grant an account's principal so that Groundwork may provision with
-// it: an instruction and the exact policy document, per provider.
-func upgradePolicy(provider string) (string, json.RawMessage) {
-	switch provider {
-	case "aws":
-		return "Attach this IAM policy to the account's principal, then set permissionLevel to read_write:",
-			json.RawMessage(`{"Version":"2012-10-17","Statement":[{"Sid":"GroundworkProvision","Effect":"Allow","Action":["ec2:*","eks:*","rds:*","elasticache:*","ecr:*","elasticloadbalancing:*","autoscaling:*","route53:*","secretsmanager:*","iam:CreateRole","iam:DeleteRole","iam:GetRole","iam:PassRole","iam:AttachRolePolicy","iam:DetachRolePolicy","iam:TagRole","iam:CreateServiceLinkedRole","iam:CreateInstanceProfile","iam:DeleteInstanceProfile","iam:AddRoleToInstanceProfile","iam:RemoveRoleFromInstanceProfile"],"Resource":"*"}]}`)
-	case "gcp":
-		return "Grant these roles to the account's service account on the project, then set permissionLevel to read_write:",
-			json.RawMessage(`{"bindings":[{"role":"roles/compute.admin"},{"role":"roles/container.admin"},{"role":"roles/cloudsql.admin"},{"role":"roles/redis.admin"},{"role":"roles/artifactregistry.admin"},{"role":"roles/dns.admin"},{"role":"roles/secretmanager.admin"},{"role":"roles/iam.serviceAccountUser"}]}`)
-	case "azure":
-		return "Assign this role to the account's principal on the subscription, then set permissionLevel to read_write:",
-			json.RawMessage(`{"roleDefinitionName":"Contributor","principalType":"ServicePrincipal","scope":"/subscriptions/<subscriptionId>"}`)
-	}
-	return "Set the account's permissionLevel to read_write.", nil
-}
-
-// readOnlyRefusal is the answer to provisioning on a read-only account: the exact policy to
-// grant, so the fix is one copy and paste.
-func readOnlyRefusal(a *store.CloudAccount) *Problem {
-	instruction, doc := upgradePolicy(a.Provider)
-	pr := problem(http.StatusForbidden, "cloud account "+a.ID+" is read_only; provisioning needs read_write",
-		FieldError{Field: "spaceID", Rule: "permissionLevel", Message: "the space's cloud account " + a.ID + " is read_only"})
-	pr.FixHint = strings.TrimSpace(instruction + " " + string(doc))
-	return pr
-}
-
 // UpgradePolicy is the answer of GET /cloud-accounts/{id}/upgrade-policy.
 type UpgradePolicy struct {
 	AccountID       string          `json:"accountID"`
@@ -264,7 +238,7 @@ func (s *Server) accountUpgradePolicy(w http.ResponseWriter, r *http.Request, p 
 	if err != nil {
 		return storeErr(err, "cloud account")
 	}
-	instruction, doc := upgradePolicy(a.Provider)
+	instruction, doc := jobs.UpgradePolicy(a.Provider)
 	writeJSON(w, http.StatusOK, UpgradePolicy{AccountID: a.ID, Provider: a.Provider, PermissionLevel: a.PermissionLevel,
 		Instruction: instruction, Policy: doc})
 	return nil

@@ -12,11 +12,8 @@ import (
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/audit"
-	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/jobs"
-	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
-	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
@@ -62,14 +59,14 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 // NewJob validates a create request and lays out the job (not yet stored). Other entry points
 // that create jobs (install-component, the provisioner protocol) go through it too.
 func (s *Server) NewJob(ctx context.Context, p *Principal, req *createJobRequest) (*job.Job, error) {
-	return s.newJob(ctx, p, req, true)
+	return s.newJob(ctx, p, req, false)
 }
 
-// newJob is NewJob; checkAccount refuses a create on a read-only cloud account (a plan is
-// answered for one).
-func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest, checkAccount bool) (*job.Job, error) {
+// newJob is NewJob; planOnly admits a job that is only to be planned (a read-only cloud
+// account is not refused: the plan is answered for one).
+func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest, planOnly bool) (*job.Job, error) {
 	j, err := s.jobs.Admit(ctx, p.OrgID, jobs.Request{SpaceID: req.SpaceID, Kind: req.Kind, Mode: req.Mode, Draft: req.Draft,
-		Name: req.Name, Tags: req.Tags, Config: req.Config}, func(ctx context.Context, space *store.Space) error {
+		Name: req.Name, Tags: req.Tags, Config: req.Config, PlanOnly: planOnly}, func(ctx context.Context, space *store.Space) error {
 		if p.Perms == nil || p.Perms.OrgWide("provisioning:create") {
 			return nil
 		}
@@ -85,11 +82,6 @@ func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest
 	if err != nil {
 		return nil, refusalProblem(err)
 	}
-	if checkAccount {
-		if err := s.checkAccount(ctx, j); err != nil {
-			return nil, err
-		}
-	}
 	return j, nil
 }
 
@@ -100,11 +92,22 @@ func refusalProblem(err error) error {
 		return err
 	}
 	status := http.StatusBadRequest
-	if rf.Reason == jobs.NotFound {
+	switch rf.Reason {
+	case jobs.NotFound:
 		status = http.StatusNotFound
+	case jobs.Conflict:
+		status = http.StatusConflict
+	case jobs.Forbidden:
+		status = http.StatusForbidden
 	}
-	return problem(status, rf.Detail, rf.Fields...)
+	pr := problem(status, rf.Detail, rf.Fields...)
+	pr.FixHint = rf.FixHint
+	return pr
 }
+
+// jobErr renders the jobs service's answer about a stored job: a refusal as its problem, the
+// store's sentinels as theirs.
+func jobErr(err error) error { return storeErr(refusalProblem(err), "job") }
 
 func validationProblem(err error) error { return refusalProblem(jobs.ConfigRefusal(err)) }
 
@@ -158,13 +161,9 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *Principal) 
 }
 
 func (s *Server) loadJob(ctx context.Context, p *Principal, id string) (*job.Job, error) {
-	j, err := s.cfg.Store.GetJob(ctx, &store.GetJobParams{OrgID: p.OrgID, ID: id})
+	j, err := s.jobs.Get(ctx, p.OrgID, id)
 	if err != nil {
 		return nil, storeErr(err, "job")
-	}
-	if j.Kind == job.KindRemediation {
-		// Remediation workflows share the ledger but are served by /api/remediation-jobs.
-		return nil, notFound("job")
 	}
 	return j, nil
 }
@@ -190,10 +189,6 @@ type patchJobRequest struct {
 	Desired *int32 `json:"desired" description:"resize: the pool's new desired size"`
 }
 
-// unconditionalAttempts bounds how often a PATCH without a version re-reads the job after
-// losing a race to the engine's own checkpoints before it answers 409.
-const unconditionalAttempts = 5
-
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req patchJobRequest
 	if pr := decode(r, &req); pr != nil {
@@ -203,126 +198,12 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if err != nil {
 		return err
 	}
-	if req.Name != nil && len(*req.Name) > 200 {
-		return badRequest("bad name", FieldError{Field: "name", Rule: "maxLength", Message: "must be at most 200 characters"})
-	}
-	// Without a version the client asks for the change to be applied to whatever the job is
-	// now (the older clients' contract); the engine may commit in between, so a lost race is
-	// retried on a fresh read rather than handed back as a conflict the client did not ask for.
-	for attempt := 1; ; attempt++ {
-		out, err := s.patchOnce(r, p, &req, want)
-		if errors.Is(err, store.ErrVersionConflict) && want == nil && attempt < unconditionalAttempts {
-			continue
-		}
-		if err != nil {
-			return storeErr(err, "job")
-		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
-	}
-}
-
-// patchOnce applies req to the job as it is now; want, when set, is the version the client read.
-func (s *Server) patchOnce(r *http.Request, p *Principal, req *patchJobRequest, want *int64) (*job.Job, error) {
-	j, err := s.loadJob(r.Context(), p, r.PathValue("id"))
+	out, err := s.jobs.Patch(r.Context(), jobCaller(p), r.PathValue("id"), jobs.Patch{Version: want, Name: req.Name, Tags: req.Tags,
+		Status: req.Status, VMOp: req.VMOp, Min: req.Min, Max: req.Max, Desired: req.Desired})
 	if err != nil {
-		return nil, err
+		return jobErr(err)
 	}
-	if want != nil && j.Version != *want {
-		return nil, problem(http.StatusConflict, fmt.Sprintf("the job is at version %d, not %d; read it again and retry", j.Version, *want))
-	}
-	up := &store.UpdateJobParams{OrgID: p.OrgID, ID: j.ID, Version: j.Version, Now: s.cfg.Now(), Name: req.Name, Tags: req.Tags}
-	if req.Status != nil {
-		if *req.Status != job.StatusQueued || j.Status != job.StatusDraft {
-			return nil, problem(http.StatusConflict, fmt.Sprintf("PATCH can only promote a draft to queued; this job is %s", j.Status),
-				FieldError{Field: "status", Rule: "transition", Message: "only draft → queued"})
-		}
-		// The account may have been made read-only since the draft was written.
-		if err := s.checkAccount(r.Context(), j); err != nil {
-			return nil, err
-		}
-		now := s.cfg.Now()
-		up.Status, up.NextRunAt = req.Status, &now
-	}
-	if req.VMOp != nil {
-		if err := s.planVMOp(j, *req.VMOp, up); err != nil {
-			return nil, err
-		}
-	}
-	resize := req.Min != nil || req.Max != nil || req.Desired != nil
-	if resize {
-		if err := s.planResize(j, req.Min, req.Max, req.Desired, up); err != nil {
-			return nil, err
-		}
-	}
-	action, meta := "provisioning-job.update", map[string]any{"name": req.Name, "tags": req.Tags}
-	if req.Status != nil {
-		meta["status"] = *req.Status
-	}
-	if req.VMOp != nil {
-		action, meta["vmOp"] = "provisioning-job.vm_op", *req.VMOp
-	}
-	if resize {
-		action, meta["min"], meta["max"], meta["desired"] = "provisioning-job.resize", req.Min, req.Max, req.Desired
-	}
-	if want == nil {
-		meta["unconditional"] = true
-	}
-	var out *job.Job
-	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, action, "provisioning-job", j.ID, meta),
-		func(tx store.Store) (err error) {
-			out, err = tx.UpdateJob(r.Context(), up)
-			return err
-		})
-	return out, err
-}
-
-func (s *Server) planVMOp(j *job.Job, op string, up *store.UpdateJobParams) error {
-	if err := vmpool.CheckOp(op); err != nil {
-		fields, _ := validation.Fields(err)
-		return badRequest("unknown vmOp", fields...)
-	}
-	if j.Family != job.FamilyVMPool {
-		return badRequest("vmOp applies to vm_pool jobs", FieldError{Field: "vmOp", Rule: "kind", Message: "this job is " + string(j.Family)})
-	}
-	if j.Status != job.StatusCompleted {
-		return problem(http.StatusConflict, "vmOp needs a completed job; this one is "+string(j.Status))
-	}
-	vo := s.cfg.VMOps
-	if vo == nil {
-		return badRequest("this server's vm_pool pipeline has no VM operations", FieldError{Field: "vmOp", Rule: "supported", Message: "not supported"})
-	}
-	config, steps, err := vo.PlanVMOp(j, op)
-	if err != nil {
-		return validationProblem(err)
-	}
-	queued := job.StatusQueued
-	now := s.cfg.Now()
-	up.Config, up.Steps, up.Status, up.NextRunAt = config, steps, &queued, &now
-	return nil
-}
-
-func (s *Server) planResize(j *job.Job, min, max, desired *int32, up *store.UpdateJobParams) error {
-	if up.Config != nil {
-		return badRequest("resize and vmOp are separate requests", FieldError{Field: "vmOp", Rule: "exclusive", Message: "send vmOp or min/max/desired, not both"})
-	}
-	if j.Family != job.FamilyVMPool {
-		return badRequest("min/max/desired resize vm_pool jobs", FieldError{Field: "min", Rule: "kind", Message: "this job is " + string(j.Family)})
-	}
-	if j.Status != job.StatusCompleted {
-		return problem(http.StatusConflict, "a resize needs a completed job; this one is "+string(j.Status))
-	}
-	vr := s.cfg.VMOps
-	if vr == nil {
-		return badRequest("this server's vm_pool pipeline does not resize", FieldError{Field: "min", Rule: "supported", Message: "not supported"})
-	}
-	config, steps, err := vr.PlanResize(j, min, max, desired)
-	if err != nil {
-		return validationProblem(err)
-	}
-	queued := job.StatusQueued
-	now := s.cfg.Now()
-	up.Config, up.Steps, up.Status, up.NextRunAt = config, steps, &queued, &now
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -343,63 +224,25 @@ func requestVersion(r *http.Request, body *int64) (*int64, error) {
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.loadJob(r.Context(), p, r.PathValue("id"))
+	out, err := s.jobs.Cancel(r.Context(), jobCaller(p), r.PathValue("id"))
 	if err != nil {
-		return err
-	}
-	out := j
-	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.delete", "provisioning-job", j.ID,
-		map[string]any{"statusBefore": j.Status}),
-		func(tx store.Store) error {
-			o, err := engine.Cancel(r.Context(), tx, j, s.cfg.Now())
-			if err != nil {
-				return err
-			}
-			out = o
-			if o.Version == j.Version {
-				return errNoChange // already ended or tearing down
-			}
-			return nil
-		})
-	if err != nil && !errors.Is(err, errNoChange) {
-		return transitionErr(err)
-	}
-	if out.Status == job.StatusCancelled && !out.AnyStepCompleted() && s.cfg.Secrets != nil {
-		// No step ran, so no undo will: the secrets stored for the job at admission (an adopted
-		// server's password, secret component values) go now.
-		if err := s.cfg.Secrets.Forget(r.Context(), secrets.JobOwner(out.OrgID, out.ID)); err != nil {
-			s.log.Warn("a cancelled job's secrets were not deleted", "job", out.ID, "error", err)
-		}
+		return jobErr(err)
 	}
 	writeJSON(w, http.StatusAccepted, out)
 	return nil
 }
 
 func (s *Server) retryJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	j, err := s.loadJob(r.Context(), p, r.PathValue("id"))
+	out, err := s.jobs.Retry(r.Context(), jobCaller(p), r.PathValue("id"))
 	if err != nil {
-		return err
-	}
-	var out *job.Job
-	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.retry", "provisioning-job", j.ID, nil),
-		func(tx store.Store) (err error) {
-			out, err = engine.Retry(r.Context(), tx, j, s.cfg.Now())
-			return err
-		})
-	if err != nil {
-		return transitionErr(err)
+		return jobErr(err)
 	}
 	writeJSON(w, http.StatusAccepted, out)
 	return nil
 }
 
-func transitionErr(err error) error {
-	var te *job.TransitionError
-	if errors.As(err, &te) {
-		return problem(http.StatusConflict, te.Error())
-	}
-	return storeErr(err, "job")
-}
+// jobCaller is p as the jobs service records it.
+func jobCaller(p *Principal) jobs.Caller { return jobs.Caller{OrgID: p.OrgID, Actor: p.Actor} }
 
 // Event stream timing. The server's WriteTimeout is for ordinary answers; a stream lives as
 // long as its job, so it sets its own write deadline before each write instead: a client that

@@ -12,6 +12,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/jobs"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/remediation"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -140,14 +141,8 @@ func (s *Server) createRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 			return problem(http.StatusForbidden, "this needs the remediation:create permission on space "+space.ID)
 		}
 	}
-	if space.CloudAccountID != "" {
-		acc, err := s.cfg.Store.GetCloudAccount(r.Context(), p.OrgID, space.CloudAccountID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if acc != nil && acc.PermissionLevel == "read_only" {
-			return readOnlyRefusal(acc)
-		}
+	if err := s.jobs.RequireReadWrite(r.Context(), p.OrgID, space); err != nil {
+		return refusalProblem(err)
 	}
 	if err := pl.Validate(r.Context(), j); err != nil {
 		return validationProblem(err)
@@ -253,7 +248,7 @@ func (s *Server) cancelRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 			return nil
 		})
 	if err != nil && !errors.Is(err, errNoChange) {
-		return transitionErr(err)
+		return jobErr(jobs.TransitionRefusal(err))
 	}
 	writeJSON(w, http.StatusAccepted, remediationView(out))
 	return nil

@@ -225,7 +225,8 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "api"), mux: http.NewServeMux(),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "groundwork_http_handler_panics_total",
 			Help: "HTTP handlers that panicked (answered 500, logged with the request id)."})}
-	s.jobs = &jobs.Service{Spaces: cfg.Store, Pipelines: cfg.Pipelines, Catalog: cfg.Catalog, Now: cfg.Now}
+	s.jobs = &jobs.Service{Store: cfg.Store, Pipelines: cfg.Pipelines, Catalog: cfg.Catalog, Planner: cfg.Planner,
+		VMOps: cfg.VMOps, Secrets: cfg.Secrets, Log: s.log, Now: cfg.Now}
 	if cfg.Metrics != nil {
 		cfg.Metrics.MustRegister(s.panics)
 	}

@@ -1,7 +1,9 @@
-// Package jobs admits provisioning jobs: the checks and layout every entry point shares (the
-// HTTP API, install-component, the provisioner protocol). It decides nothing about who the
-// caller is: the authorisation decision is passed in, and refusals come back as a Refusal
-// that each entry point renders its own way (the API as an RFC 9457 problem).
+// Package jobs admits and changes provisioning jobs: the checks and layout every entry point
+// shares (the HTTP API, install-component, the provisioner protocol), and the changes a
+// client asks of a stored job (rename, promote a draft, VM operations, resize, retry,
+// cancel). It decides nothing about who the caller is: the authorisation decision is passed
+// in or made before, and refusals come back as a Refusal that each entry point renders its
+// own way (the API as an RFC 9457 problem); the store's sentinel errors pass as they are.
 package jobs
 
 import (
@@ -10,29 +12,57 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
+	"github.com/groundworkhq/groundwork/internal/plan"
+	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
-// Spaces is what admission reads of the store.
-type Spaces interface {
+// Store is what the service reads and changes of the store.
+type Store interface {
 	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
+	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
+	GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error)
+	// Audited runs fn in one transaction and records e with it if fn succeeds.
+	Audited(ctx context.Context, e *audit.Entry, fn func(tx store.Store) error) error
 }
 
-// Service admits jobs.
+// Planner answers what a job will do before it runs (internal/plan); the read-only account
+// check compares its operations with what a read-only grant covers.
+type Planner interface {
+	Plan(ctx context.Context, j *job.Job, region string, steps []string) (*plan.Plan, error)
+}
+
+// Forgetter deletes the secrets an owner stored.
+type Forgetter interface {
+	Forget(ctx context.Context, owner secrets.Owner) error
+}
+
+// Service admits and changes jobs.
 type Service struct {
-	Spaces    Spaces
+	Store     Store
 	Pipelines *pipeline.Registry
 	// Catalog, if set, checks a create's config against its type's schema and fills defaults.
 	Catalog *catalog.Catalog
+	// Planner plans jobs (nil: steps only, no cloud operations).
+	Planner Planner
+	// VMOps plans the VM operations and resizes of completed vm_pool jobs (nil: refused as
+	// not supported).
+	VMOps vmpool.Operator
+	// Secrets, if set, loses a job's secrets when it is cancelled before any step ran.
+	Secrets Forgetter
+	Log     *slog.Logger
 	Now     func() time.Time
 }
 
@@ -45,6 +75,9 @@ type Request struct {
 	Name    string
 	Tags    map[string]string
 	Config  json.RawMessage
+	// PlanOnly lays the job out to be planned, not run: a read-only cloud account is not
+	// refused, since the plan is how its owner learns what to grant.
+	PlanOnly bool
 }
 
 // Reason says why a request was refused.
@@ -55,6 +88,10 @@ const (
 	Invalid Reason = iota
 	// NotFound: it names a space that does not exist for the caller (404).
 	NotFound
+	// Conflict: the request is sound but the job is not in a state that allows it (409).
+	Conflict
+	// Forbidden: the space's cloud account does not grant what the job needs (403).
+	Forbidden
 )
 
 // Refusal is a request refused before anything was stored: what is wrong, per field.
@@ -62,7 +99,15 @@ type Refusal struct {
 	Reason Reason
 	Detail string
 	Fields []validation.FieldError
+	// FixHint says what to change for the request to succeed (the policy a read-only
+	// account needs).
+	FixHint string
+	// Err is the condition behind the refusal, if it has a name (store.ErrVersionConflict for
+	// a stale version, *job.TransitionError).
+	Err error
 }
+
+func (r *Refusal) Unwrap() error { return r.Err }
 
 func (r *Refusal) Error() string {
 	if len(r.Fields) == 0 {
@@ -103,7 +148,8 @@ type Authorize func(ctx context.Context, sp *store.Space) error
 // Admit checks req for org and lays out the job it asks for, with its step records, without
 // storing it: the request's own fields, the space, the caller's right to create there
 // (authorize), the catalog's schema and defaults (create only), the family's pipeline
-// (which refuses a provider it cannot serve). A refusal is a *Refusal, or authorize's error.
+// (which refuses a provider it cannot serve), and unless req.PlanOnly the space's cloud
+// account (see checkAccount). A refusal is a *Refusal, or authorize's error.
 func (s *Service) Admit(ctx context.Context, orgID string, req Request, authorize Authorize) (*job.Job, error) {
 	var fields []validation.FieldError
 	if req.SpaceID == "" {
@@ -136,7 +182,7 @@ func (s *Service) Admit(ctx context.Context, orgID string, req Request, authoriz
 	if len(fields) > 0 {
 		return nil, &Refusal{Reason: Invalid, Detail: "the job request is invalid", Fields: fields}
 	}
-	space, err := s.Spaces.GetSpace(ctx, orgID, req.SpaceID)
+	space, err := s.Store.GetSpace(ctx, orgID, req.SpaceID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, &Refusal{Reason: NotFound, Detail: "space not found",
 			Fields: []validation.FieldError{{Field: "spaceID", Rule: "exists", Message: "no space " + req.SpaceID + " in your organisation"}}}
@@ -188,6 +234,11 @@ func (s *Service) Admit(ctx context.Context, orgID string, req Request, authoriz
 		return nil, ConfigRefusal(err)
 	}
 	j.Steps = pipeline.NewStepRecords(pl.Steps(j))
+	if !req.PlanOnly {
+		if err := s.checkAccount(ctx, j, space); err != nil {
+			return nil, err
+		}
+	}
 	return j, nil
 }
 
