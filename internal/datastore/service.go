@@ -15,19 +15,13 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Endpoint is a set of connection details without the secret: {host, port, user, database,
 // secretRef}. The datastore pipeline records the server's admin endpoint in infra under
 // InfraConnectionKey; connections hand endpoints to applications.
-type Endpoint struct {
-	Engine    Engine `json:"engine"`
-	Host      string `json:"host"`
-	Port      int    `json:"port"`
-	User      string `json:"user"`
-	Database  string `json:"database,omitempty"`
-	SecretRef string `json:"secretRef"`
-}
+type Endpoint = store.DatastoreEndpoint
 
 // InfraConnectionKey is the infra key holding a datastore job's admin Endpoint.
 const InfraConnectionKey = "connection"
@@ -35,56 +29,28 @@ const InfraConnectionKey = "connection"
 // Database statuses. A record is written "creating" before any SQL runs and "deleting" before
 // the drop, so that a crash leaves a record that says what to finish (see Reconcile).
 const (
-	StatusCreating = "creating"
-	StatusReady    = "ready"
-	StatusDeleting = "deleting"
+	StatusCreating = store.DatabaseStatusCreating
+	StatusReady    = store.DatabaseStatusReady
+	StatusDeleting = store.DatabaseStatusDeleting
 )
 
 // Database is a database (and its owner) on a datastore job's server.
-type Database struct {
-	ID        string    `json:"id"`
-	JobID     string    `json:"jobID"`
-	Name      string    `json:"name"`
-	Owner     string    `json:"owner"`
-	Status    string    `json:"status"`
-	Endpoint  Endpoint  `json:"connection"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
+type Database = store.DatastoreDatabase
 
 // Connection is a stored set of credentials an application fetches: job-scoped (the server's
 // admin endpoint) or database-scoped (DatabaseID set; the owner's endpoint).
-type Connection struct {
-	ID         string    `json:"id"`
-	JobID      string    `json:"jobID"`
-	DatabaseID string    `json:"databaseID,omitempty"`
-	Name       string    `json:"name,omitempty"`
-	Endpoint   Endpoint  `json:"connection"`
-	CreatedAt  time.Time `json:"createdAt"`
-}
+type Connection = store.DatastoreConnection
 
 // ErrNotFound is returned for a missing database or connection (the API's 404).
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = store.ErrDatastoreNotFound
 
 // ErrNotReady is returned when the job's datastore cannot take databases yet (the API's 409).
 var ErrNotReady = errors.New("datastore is not ready")
 
-// Records persists databases and connections. Declared here, where it is consumed; the job
-// store implements it. Insert of a database whose (JobID, Name) exists returns the existing
-// record and inserted=false: that unique key is what makes a re-sent create harmless.
-type Records interface {
-	InsertDatabase(ctx context.Context, d Database) (got Database, inserted bool, err error)
-	GetDatabase(ctx context.Context, jobID, id string) (Database, error)
-	ListDatabases(ctx context.Context, jobID string) ([]Database, error)
-	UpdateDatabaseStatus(ctx context.Context, jobID, id, status string, now time.Time) error
-	DeleteDatabase(ctx context.Context, jobID, id string) error
-
-	InsertConnection(ctx context.Context, c Connection) error
-	GetConnection(ctx context.Context, jobID, id string) (Connection, error)
-	// ListConnections lists a job's connections with the given DatabaseID ("" for job-scoped).
-	ListConnections(ctx context.Context, jobID, databaseID string) ([]Connection, error)
-	DeleteConnection(ctx context.Context, jobID, id string) error
-}
+// Records persists databases and connections; the job store implements it. Insert of a
+// database whose (JobID, Name) exists returns the existing record and inserted=false: that
+// unique key is what makes a re-sent create harmless.
+type Records = store.DatastoreRecords
 
 // Jobs reads datastore jobs.
 type Jobs interface {
