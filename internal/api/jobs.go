@@ -47,7 +47,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 	var created *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.create", "provisioning-job", j.ID,
 		map[string]any{"kind": j.Family, "spaceID": j.SpaceID, "mode": j.Mode, "status": j.Status}),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			created, err = tx.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
 			return err
 		})
@@ -270,7 +270,7 @@ func (s *Server) patchOnce(r *http.Request, p *Principal, req *patchJobRequest, 
 	}
 	var out *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, action, "provisioning-job", j.ID, meta),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			out, err = tx.UpdateJob(r.Context(), up)
 			return err
 		})
@@ -350,7 +350,7 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, p *Principal)
 	out := j
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.delete", "provisioning-job", j.ID,
 		map[string]any{"statusBefore": j.Status}),
-		func(tx store.Store) error {
+		func(tx store.Tx) error {
 			o, err := engine.Cancel(r.Context(), tx, j, s.cfg.Now())
 			if err != nil {
 				return err
@@ -382,7 +382,7 @@ func (s *Server) retryJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	}
 	var out *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.retry", "provisioning-job", j.ID, nil),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			out, err = engine.Retry(r.Context(), tx, j, s.cfg.Now())
 			return err
 		})

@@ -47,10 +47,22 @@ var ErrNotFound = store.ErrDatastoreNotFound
 // ErrNotReady is returned when the job's datastore cannot take databases yet (the API's 409).
 var ErrNotReady = errors.New("datastore is not ready")
 
-// Records persists databases and connections; the job store implements it. Insert of a
-// database whose (JobID, Name) exists returns the existing record and inserted=false: that
-// unique key is what makes a re-sent create harmless.
-type Records = store.DatastoreRecords
+// Records persists databases and connections. Declared here, where it is consumed; the job
+// store implements it. Insert of a database whose (JobID, Name) exists returns the existing
+// record and inserted=false: that unique key is what makes a re-sent create harmless.
+type Records interface {
+	InsertDatabase(ctx context.Context, d Database) (got Database, inserted bool, err error)
+	GetDatabase(ctx context.Context, jobID, id string) (Database, error)
+	ListDatabases(ctx context.Context, jobID string) ([]Database, error)
+	UpdateDatabaseStatus(ctx context.Context, jobID, id, status string, now time.Time) error
+	DeleteDatabase(ctx context.Context, jobID, id string) error
+
+	InsertConnection(ctx context.Context, c Connection) error
+	GetConnection(ctx context.Context, jobID, id string) (Connection, error)
+	// ListConnections lists a job's connections with the given DatabaseID ("" for job-scoped).
+	ListConnections(ctx context.Context, jobID, databaseID string) ([]Connection, error)
+	DeleteConnection(ctx context.Context, jobID, id string) error
+}
 
 // Jobs reads datastore jobs.
 type Jobs interface {

@@ -52,9 +52,19 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // ProvisionerStore persists registrations, each in its organisation (p.OrgID). InsertProvisioner
 // must refuse, atomically, a provisioner claiming a pair another one of the same organisation
-// holds, returning *PairConflictError (a unique index on (org, kind, type) settles two replicas
-// registering at once). Every read and delete names the organisation.
-type ProvisionerStore = store.ProvisionerStore
+// holds, returning *PairConflictError: the registry checks first for a good message, but two
+// replicas may register at once, and only the store can settle that (a unique index on
+// (org, kind, type)). Every read and delete names the organisation: another one's registration
+// is not found.
+type ProvisionerStore interface {
+	InsertProvisioner(ctx context.Context, p Provisioner) error
+	ListProvisioners(ctx context.Context, orgID string) ([]Provisioner, error)
+	// GetProvisioner and DeleteProvisioner return ErrProvisionerNotFound for an unknown id.
+	GetProvisioner(ctx context.Context, orgID, id string) (Provisioner, error)
+	DeleteProvisioner(ctx context.Context, orgID, id string) error
+	// ProvisionerForPair returns the holder of pair in orgID, or ErrProvisionerNotFound.
+	ProvisionerForPair(ctx context.Context, orgID string, pair catalog.Pair) (Provisioner, error)
+}
 
 // HealthChecker checks that a remote provisioner answers before it is registered.
 type HealthChecker interface {

@@ -1,6 +1,10 @@
 package remediation
 
-import "github.com/groundworkhq/groundwork/internal/store"
+import (
+	"context"
+
+	"github.com/groundworkhq/groundwork/internal/store"
+)
 
 // Event types of the timeline.
 const (
@@ -22,4 +26,11 @@ type Delivery = store.RemediationDelivery
 
 // Timeline is the store of events and deliveries. AppendEvent is idempotent per (job, step,
 // event type): a step re-run after a crash reports false and writes nothing.
-type Timeline = store.RemediationTimeline
+type Timeline interface {
+	AppendEvent(ctx context.Context, e Event) (bool, error)
+	ListEvents(ctx context.Context, orgID, jobID string) ([]Event, error)
+	// Delivered reports whether a notification of kind for the step already reached channel.
+	Delivered(ctx context.Context, jobID, stepID, kind, channel string) (bool, error)
+	RecordDelivery(ctx context.Context, d Delivery) error
+	ListDeliveries(ctx context.Context, orgID, jobID string) ([]Delivery, error)
+}

@@ -29,9 +29,17 @@ var ErrOwnedElsewhere = store.ErrSecretOwnedElsewhere
 
 // Ledger records which owner each reference belongs to. It holds no values: the job store
 // implements it, so that ownership is checked against the same database as the objects.
-// RecordSecretOwner of a reference bound to another owner returns ErrOwnedElsewhere; a missing
-// one is ErrNotFound.
-type Ledger = store.SecretLedger
+type Ledger interface {
+	// RecordSecretOwner binds ref to o. Binding a reference again to the same owner succeeds;
+	// binding it to another one returns ErrOwnedElsewhere.
+	RecordSecretOwner(ctx context.Context, ref string, o Owner, now time.Time) error
+	// SecretOwner returns the owner of ref, or an error wrapping ErrNotFound.
+	SecretOwner(ctx context.Context, ref string) (Owner, error)
+	// ForgetSecretOwner removes the binding of ref; a missing one is not an error.
+	ForgetSecretOwner(ctx context.Context, ref string) error
+	// SecretsOwnedBy lists the references bound to o.
+	SecretsOwnedBy(ctx context.Context, o Owner) ([]string, error)
+}
 
 // Vault is the only way into the secret store: every Put, Get and Delete names the owner it
 // acts for, and a reference answers only to the organisation and object it was stored for.
@@ -72,7 +80,9 @@ func (v *Vault) Forget(ctx context.Context, owner Owner) error {
 
 // EndedJobs names the jobs that have ended (cancelled or torn down) yet still own secrets:
 // those whose end no step cleaned up after, such as a job cancelled while its first step ran.
-type EndedJobs = store.EndedJobs
+type EndedJobs interface {
+	OwnersOfEndedJobs(ctx context.Context, limit int) ([]Owner, error)
+}
 
 // SweepEnded forgets the secrets of up to limit ended jobs and says how many jobs it swept.
 // A job whose secrets could not all be deleted is named again by the next sweep.

@@ -107,7 +107,7 @@ type AuditStore interface {
 	// Audited runs fn against a store bound to one transaction and, if fn succeeds, appends e
 	// in that same transaction before committing: a change and its record commit together or
 	// not at all. fn may fill e (e.g. the ID of what it created) before returning.
-	Audited(ctx context.Context, e *AuditEntry, fn func(tx Store) error) error
+	Audited(ctx context.Context, e *AuditEntry, fn func(tx Tx) error) error
 	// ListAudit returns one page of entries matching f, newest first, and the total count.
 	ListAudit(ctx context.Context, f *AuditFilter) ([]*AuditEntry, int, error)
 }

@@ -18,7 +18,7 @@ type txState struct{ wake bool }
 
 // Audited runs fn on a copy of the store bound to one transaction, appends e in it and
 // commits. Called on a copy already in a transaction, it joins that transaction.
-func (s *Store) Audited(ctx context.Context, e *store.AuditEntry, fn func(tx store.Store) error) error {
+func (s *Store) Audited(ctx context.Context, e *store.AuditEntry, fn func(tx store.Tx) error) error {
 	if s.tx != nil {
 		if err := fn(s); err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *Store) auditedTerminal(ctx context.Context, id string, now time.Time, a
 	var out *job.Job
 	e := &store.AuditEntry{Scope: store.AuditScopeProvisioning, Action: action, Actor: store.AuditActorEngine,
 		ResourceType: "provisioning-job", ResourceID: id, CreatedAt: now}
-	err := s.Audited(ctx, e, func(tx store.Store) error {
+	err := s.Audited(ctx, e, func(tx store.Tx) error {
 		j, err := change(tx.(*Store))
 		if err != nil {
 			return err
