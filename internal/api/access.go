@@ -131,7 +131,7 @@ func (sc *scopes) space(ctx context.Context, spaceID string) ([]string, error) {
 }
 
 // audited runs fn in one transaction with e, filled with the caller as actor and the time.
-func (s *Server) audited(ctx context.Context, p *Principal, e *audit.Entry, fn func(tx store.Store) error) error {
+func (s *Server) audited(ctx context.Context, p *Principal, e *audit.Entry, fn func(tx store.Tx) error) error {
 	e.OrgID, e.Actor, e.CreatedAt = p.OrgID, p.Actor, s.cfg.Now()
 	return s.cfg.Store.Audited(ctx, e, fn)
 }

@@ -103,7 +103,7 @@ func (s *Server) createAccount(w http.ResponseWriter, r *http.Request, p *Princi
 	}
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "cloud-account.create", "cloud-account", a.ID,
 		map[string]any{"name": a.Name, "provider": a.Provider, "authMethod": a.AuthMethod, "permissionLevel": a.PermissionLevel}),
-		func(tx store.Store) error { return tx.CreateCloudAccount(ctx, a) })
+		func(tx store.Tx) error { return tx.CreateCloudAccount(ctx, a) })
 	if err != nil {
 		if stored {
 			// The account was not created: its secret would be an orphan nobody can name.
@@ -264,7 +264,7 @@ func (s *Server) patchAccount(w http.ResponseWriter, r *http.Request, p *Princip
 	var out *store.CloudAccount
 	err := s.audited(r.Context(), p, entry(audit.ScopePlatform, "cloud-account.update", "cloud-account", id,
 		map[string]any{"name": req.Name, "permissionLevel": req.PermissionLevel}),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			out, err = tx.UpdateCloudAccount(r.Context(), &store.UpdateCloudAccountParams{OrgID: p.OrgID, ID: id,
 				Name: req.Name, PermissionLevel: req.PermissionLevel})
 			return err
@@ -281,7 +281,7 @@ func (s *Server) deleteAccount(w http.ResponseWriter, r *http.Request, p *Princi
 	ctx := r.Context()
 	var gone *store.CloudAccount
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "cloud-account.delete", "cloud-account", id, nil),
-		func(tx store.Store) error {
+		func(tx store.Tx) error {
 			a, err := tx.GetCloudAccount(ctx, p.OrgID, id)
 			if err != nil {
 				return err

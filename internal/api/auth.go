@@ -97,7 +97,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, p *Principa
 	t := &store.Token{ID: "tok_" + ulid.Make().String(), OrgID: p.OrgID, Email: req.Email, Name: req.Name,
 		Hash: auth.Hash(secret), ExpiresAt: exp, CreatedAt: now}
 	err = s.audited(ctx, p, entry(audit.ScopePlatform, "token.create", "token", t.ID, map[string]any{"email": t.Email, "name": t.Name, "expiresAt": t.ExpiresAt}),
-		func(tx store.Store) error { return tx.CreateToken(ctx, t) })
+		func(tx store.Tx) error { return tx.CreateToken(ctx, t) })
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, p *Principa
 	id := r.PathValue("id")
 	ctx := r.Context()
 	now := s.cfg.Now()
-	err := s.audited(ctx, p, entry(audit.ScopePlatform, "token.revoke", "token", id, nil), func(tx store.Store) error {
+	err := s.audited(ctx, p, entry(audit.ScopePlatform, "token.revoke", "token", id, nil), func(tx store.Tx) error {
 		_, changed, err := tx.RevokeToken(ctx, p.OrgID, id, now)
 		if err == nil && !changed {
 			return errNoChange // revoked before: nothing happened now

@@ -119,7 +119,7 @@ func (s *Server) registerCluster(w http.ResponseWriter, r *http.Request, p *Prin
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.register_cluster", "space", sp.ID,
 		map[string]any{"name": sp.Name, "provider": sp.Provider, "region": sp.Region, "endpoint": sc.Endpoint,
 			"serverVersion": sc.ServerVersion}),
-		func(tx store.Store) error { return tx.CreateSpace(r.Context(), sp) })
+		func(tx store.Tx) error { return tx.CreateSpace(r.Context(), sp) })
 	if err != nil {
 		// No space refers to the stored credential: take it back rather than leave it behind.
 		if derr := s.cfg.Secrets.For(ClusterSecrets(p.OrgID, id)).Delete(context.WithoutCancel(r.Context()), sc.CredentialRef); derr != nil {

@@ -151,7 +151,7 @@ func (s *Server) installComponent(w http.ResponseWriter, r *http.Request, p *Pri
 	var created *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "component.install", "provisioning-job", j.ID,
 		map[string]any{"componentID": req.ComponentID, "spaceID": sp.ID, "namespace": req.Namespace}),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			created, err = tx.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
 			return err
 		})

@@ -24,8 +24,8 @@ type DatastoreRecords interface {
 	SecretJob(ctx context.Context, ref string) (jobID string, err error)
 }
 
-// DatastoreConfig turns on the databases, connections and secret reveal routes. The store
-// must implement DatastoreRecords and Config.Secrets must be set.
+// DatastoreConfig turns on the databases, connections and secret reveal routes, over the
+// store's datastore records. Config.Secrets must be set.
 type DatastoreConfig struct {
 	// Wrap, if set, wraps the records each request writes through. Tests use it to stop a
 	// request at a chosen write, as a crash would.
@@ -52,16 +52,6 @@ func (s *Server) datastoreRoutes() []route {
 		{"DELETE", db + "/connections/{connID}", "provisioning:update", s.deleteConnection},
 		{"POST", "/api/secrets/reveal", "secret:reveal", s.revealSecret},
 	}
-}
-
-// records returns the store's datastore records, or an error when the server was configured
-// with a store that has none.
-func (s *Server) records(st store.Store) (DatastoreRecords, error) {
-	r, ok := st.(DatastoreRecords)
-	if !ok {
-		return nil, fmt.Errorf("store %T keeps no datastore records", st)
-	}
-	return r, nil
 }
 
 // orgJobs reads jobs of one org, so a job ID from another org is not found.
@@ -104,12 +94,8 @@ func (a *auditedRecords) audit(ctx context.Context, id string, write func(r data
 		a.resID = id
 	}
 	err := a.srv.audited(ctx, a.p, entry(audit.ScopeProvisioning, a.action, a.resType, a.resID, a.meta),
-		func(tx store.Store) error {
-			r, err := a.srv.records(tx)
-			if err != nil {
-				return err
-			}
-			changed, err := write(r)
+		func(tx store.Tx) error {
+			changed, err := write(tx)
 			if err != nil {
 				return err
 			}
@@ -166,11 +152,7 @@ func (s *Server) service(p *Principal, recs *auditedRecords) (*datastore.Service
 	if recs != nil {
 		r = recs
 	} else {
-		base, err := s.records(s.cfg.Store)
-		if err != nil {
-			return nil, err
-		}
-		r = base
+		r = s.cfg.Store
 	}
 	if w := s.cfg.Datastores.Wrap; w != nil {
 		r = w(r)
@@ -180,14 +162,10 @@ func (s *Server) service(p *Principal, recs *auditedRecords) (*datastore.Service
 
 // change returns records that audit the request's first change as action on resType/resID.
 func (s *Server) change(p *Principal, action, resType, resID string, meta map[string]any) (*auditedRecords, error) {
-	base, err := s.records(s.cfg.Store)
-	if err != nil {
-		return nil, err
-	}
 	if s.cfg.Secrets == nil {
 		return nil, errors.New("datastore routes need a secret store")
 	}
-	return &auditedRecords{DatastoreRecords: base, srv: s, p: p, action: action, resType: resType, resID: resID, meta: meta}, nil
+	return &auditedRecords{DatastoreRecords: s.cfg.Store, srv: s, p: p, action: action, resType: resType, resID: resID, meta: meta}, nil
 }
 
 // datastoreErr maps the datastore service's errors to problems. Errors from the server being

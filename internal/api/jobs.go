@@ -44,7 +44,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 	var created *job.Job
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.create", "provisioning-job", j.ID,
 		map[string]any{"kind": j.Family, "spaceID": j.SpaceID, "mode": j.Mode, "status": j.Status}),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			created, err = tx.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
 			return err
 		})

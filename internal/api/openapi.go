@@ -211,6 +211,22 @@ func (s *Server) OpenAPI() ([]byte, error) {
 	return s.openapiDoc, s.openapiErr
 }
 
+// schemaNames maps the schema name a moved type would get to the one it had, so that the
+// document stays the same when a type moves to another package.
+var schemaNames = map[string]string{
+	"ValidationFieldError":     "ApiFieldError",
+	"StoreAuditEntry":          "AuditEntry",
+	"StoreCatalogPair":         "CatalogPair",
+	"StoreDatastoreConnection": "DatastoreConnection",
+	"StoreDatastoreDatabase":   "DatastoreDatabase",
+	"StoreDatastoreEndpoint":   "DatastoreEndpoint",
+	"StoreProvisioner":         "ProtocolProvisioner",
+	"StoreRemediationDelivery": "RemediationDelivery",
+	"StoreRemediationEvent":    "RemediationEvent",
+	"StoreRole":                "RbacRole",
+	"StoreRoleAssignment":      "RbacAssignment",
+}
+
 func (s *Server) buildOpenAPI() ([]byte, error) {
 	r := openapi31.NewReflector()
 	r.Spec.Info.WithTitle("Groundwork API").WithVersion("1").
@@ -220,11 +236,12 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 	// A pointer to a shared schema may be null where it is not omitted.
 	r.JSONSchemaReflector().DefaultOptions = append(r.JSONSchemaReflector().DefaultOptions,
 		func(rc *jsonschema.ReflectContext) { rc.EnvelopNullability = true },
-		// Field errors moved to the validation package; their schema keeps the name clients
-		// generated from earlier documents already use.
+		// Field errors moved to the validation package, and the records the store keeps to
+		// package store; their schemas keep the names clients generated from earlier documents
+		// already use.
 		jsonschema.InterceptDefName(func(_ reflect.Type, name string) string {
-			if name == "ValidationFieldError" {
-				return "ApiFieldError"
+			if old, ok := schemaNames[name]; ok {
+				return old
 			}
 			return name
 		}))

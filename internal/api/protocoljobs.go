@@ -96,7 +96,7 @@ func (pj *protocolJobs) Submit(ctx context.Context, s jobbackend.Submission) (*j
 	var created *job.Job
 	err = pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.create", draft.ID,
 		map[string]any{"kind": draft.Family, "spaceID": draft.SpaceID, "mode": draft.Mode, "via": via},
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			created, err = tx.CreateJob(ctx, &store.CreateJobParams{Job: draft, Now: pj.now()})
 			return err
 		})
@@ -170,7 +170,7 @@ func (pj *protocolJobs) settleOnce(ctx context.Context, c ProtocolCall, j *job.J
 	case job.StatusFailed:
 		var out *job.Job
 		err := pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.retry", j.ID, map[string]any{"via": via},
-			func(tx store.Store) (err error) {
+			func(tx store.Tx) (err error) {
 				out, err = engine.Retry(ctx, tx, j, pj.now())
 				return err
 			})
@@ -193,7 +193,7 @@ func (pj *protocolJobs) teardown(ctx context.Context, c ProtocolCall, s jobbacke
 	var out *job.Job
 	err = pj.prep.AuditedJobChange(ctx, c.Principal, "provisioning-job.delete", cur.ID,
 		map[string]any{"statusBefore": cur.Status, "via": via},
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			out, err = engine.Cancel(ctx, tx, cur, pj.now())
 			return err
 		})

@@ -49,7 +49,7 @@ func (s *Server) createProvisioner(w http.ResponseWriter, r *http.Request, pr *P
 	p, err := reg.RegisterWithin(r.Context(), pr.OrgID, in, func(p protocol.Provisioner, insert func(protocol.ProvisionerStore) error) error {
 		meta := map[string]any{"name": p.Name, "url": p.URL, "pairs": p.Pairs}
 		return s.audited(r.Context(), pr, entry(audit.ScopePlatform, "provisioner.register", "provisioner", p.ID, meta),
-			func(tx store.Store) error { return withProvisionerStore(tx, insert) })
+			func(tx store.Tx) error { return insert(tx) })
 	})
 	if err != nil {
 		return registryErr(err)
@@ -124,7 +124,7 @@ func (s *Server) deleteProvisioner(w http.ResponseWriter, r *http.Request, pr *P
 	}
 	err = reg.RemoveWithin(ctx, pr.OrgID, id, func(del func(protocol.ProvisionerStore) error) error {
 		return s.audited(ctx, pr, entry(audit.ScopePlatform, "provisioner.remove", "provisioner", id, meta),
-			func(tx store.Store) error { return withProvisionerStore(tx, del) })
+			func(tx store.Tx) error { return del(tx) })
 	})
 	if err != nil {
 		return registryErr(err)
@@ -309,7 +309,7 @@ func (s *Server) authorizeProtocolObject(r *http.Request, p *Principal, policy, 
 // AuditedJobChange runs fn, a change to job jobID made on behalf of p outside the jobs API
 // (the provisioner protocol), in one transaction with its audit entry, as the jobs API records
 // its own changes. action is e.g. "provisioning-job.create".
-func (s *Server) AuditedJobChange(ctx context.Context, p *Principal, action, jobID string, meta map[string]any, fn func(tx store.Store) error) error {
+func (s *Server) AuditedJobChange(ctx context.Context, p *Principal, action, jobID string, meta map[string]any, fn func(tx store.Tx) error) error {
 	return s.audited(ctx, p, entry(audit.ScopeProvisioning, action, "provisioning-job", jobID, meta), fn)
 }
 
@@ -318,14 +318,4 @@ func (s *Server) AuditedJobChange(ctx context.Context, p *Principal, action, job
 // refusal is a *Problem naming the fields.
 func (s *Server) PrepareJob(ctx context.Context, p *Principal, spaceID string, family job.Family, name string, config json.RawMessage) (*job.Job, error) {
 	return s.NewJob(ctx, p, &createJobRequest{SpaceID: spaceID, Kind: string(family), Name: name, Config: config})
-}
-
-// withProvisionerStore runs fn on tx as the registry's store; a store that cannot hold
-// registrations is a wiring mistake, reported rather than panicking.
-func withProvisionerStore(tx store.Store, fn func(protocol.ProvisionerStore) error) error {
-	ps, ok := tx.(protocol.ProvisionerStore)
-	if !ok {
-		return fmt.Errorf("the store %T cannot hold provisioner registrations", tx)
-	}
-	return fn(ps)
 }

@@ -87,7 +87,7 @@ func (s *Server) createRole(w http.ResponseWriter, r *http.Request, p *Principal
 	ro := &rbac.Role{ID: "role_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Description: req.Description,
 		Policies: req.Policies, CreatedAt: s.cfg.Now()}
 	err := s.audited(r.Context(), p, entry(audit.ScopePlatform, "role.create", "role", ro.ID, map[string]any{"name": ro.Name, "policies": ro.Policies}),
-		func(tx store.Store) error { return tx.CreateRole(r.Context(), ro) })
+		func(tx store.Tx) error { return tx.CreateRole(r.Context(), ro) })
 	if errors.Is(err, store.ErrConflict) {
 		return problem(http.StatusConflict, "a role named "+req.Name+" exists", FieldError{Field: "name", Rule: "unique", Message: "is taken"})
 	}
@@ -105,7 +105,7 @@ func (s *Server) deleteRole(w http.ResponseWriter, r *http.Request, p *Principal
 		return problem(http.StatusConflict, "system roles cannot be deleted")
 	}
 	err := s.audited(r.Context(), p, entry(audit.ScopePlatform, "role.delete", "role", id, nil),
-		func(tx store.Store) error { return tx.DeleteRole(r.Context(), p.OrgID, id) })
+		func(tx store.Tx) error { return tx.DeleteRole(r.Context(), p.OrgID, id) })
 	if err != nil {
 		return storeErr(err, "role")
 	}
@@ -160,7 +160,7 @@ func (s *Server) createAssignment(w http.ResponseWriter, r *http.Request, p *Pri
 		Scope: req.Scope, CreatedAt: s.cfg.Now()}
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "role-assignment.create", "role-assignment", a.ID,
 		map[string]any{"email": a.Email, "roleID": a.RoleID, "scope": a.Scope}),
-		func(tx store.Store) error { return tx.CreateAssignment(ctx, a) })
+		func(tx store.Tx) error { return tx.CreateAssignment(ctx, a) })
 	if errors.Is(err, store.ErrConflict) {
 		return problem(http.StatusConflict, req.Email+" already holds "+req.RoleID+" at this scope")
 	}
@@ -174,7 +174,7 @@ func (s *Server) createAssignment(w http.ResponseWriter, r *http.Request, p *Pri
 func (s *Server) deleteAssignment(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	id := r.PathValue("id")
 	e := entry(audit.ScopePlatform, "role-assignment.delete", "role-assignment", id, nil)
-	err := s.audited(r.Context(), p, e, func(tx store.Store) error {
+	err := s.audited(r.Context(), p, e, func(tx store.Tx) error {
 		a, err := tx.DeleteAssignment(r.Context(), p.OrgID, id)
 		if err == nil {
 			e.Metadata, _ = json.Marshal(map[string]any{"email": a.Email, "roleID": a.RoleID, "scope": a.Scope})
@@ -228,7 +228,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *Principal
 	u := &store.User{OrgID: p.OrgID, Email: req.Email, Name: req.Name, CreatedAt: now}
 	ctx := r.Context()
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "user.create", "user", u.Email, map[string]any{"roleID": req.RoleID}),
-		func(tx store.Store) error {
+		func(tx store.Tx) error {
 			if err := tx.CreateUser(ctx, u); err != nil {
 				return err
 			}
@@ -251,7 +251,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *Principal
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	email := r.PathValue("email")
 	err := s.audited(r.Context(), p, entry(audit.ScopePlatform, "user.delete", "user", email, nil),
-		func(tx store.Store) error { return tx.DeleteUser(r.Context(), p.OrgID, email) })
+		func(tx store.Tx) error { return tx.DeleteUser(r.Context(), p.OrgID, email) })
 	if err != nil {
 		return storeErr(err, "user")
 	}
@@ -336,7 +336,7 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, p *Principal
 	t := &store.Team{ID: "team_" + ulid.Make().String(), OrgID: p.OrgID, Name: req.Name, Members: req.Members,
 		SpaceIDs: req.SpaceIDs, CreatedAt: s.cfg.Now()}
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "team.create", "team", t.ID, map[string]any{"name": t.Name}),
-		func(tx store.Store) error { return tx.CreateTeam(ctx, t) })
+		func(tx store.Tx) error { return tx.CreateTeam(ctx, t) })
 	if errors.Is(err, store.ErrConflict) {
 		return problem(http.StatusConflict, "a team named "+req.Name+" exists")
 	}
@@ -385,7 +385,7 @@ func (s *Server) patchTeam(w http.ResponseWriter, r *http.Request, p *Principal)
 	var out *store.Team
 	err := s.audited(ctx, p, entry(audit.ScopePlatform, "team.update", "team", id,
 		map[string]any{"name": req.Name, "members": req.Members, "spaceIDs": req.SpaceIDs}),
-		func(tx store.Store) error {
+		func(tx store.Tx) error {
 			t, err := tx.GetTeam(ctx, p.OrgID, id)
 			if err != nil {
 				return err
@@ -461,7 +461,7 @@ func (s *Server) checkTeamRefs(ctx context.Context, org string, members, spaceID
 func (s *Server) deleteTeam(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	id := r.PathValue("id")
 	err := s.audited(r.Context(), p, entry(audit.ScopePlatform, "team.delete", "team", id, nil),
-		func(tx store.Store) error { return tx.DeleteTeam(r.Context(), p.OrgID, id) })
+		func(tx store.Tx) error { return tx.DeleteTeam(r.Context(), p.OrgID, id) })
 	if err != nil {
 		return storeErr(err, "team")
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -93,14 +92,6 @@ func remediationView(j *job.Job) RemediationJob {
 	return out
 }
 
-func (s *Server) timeline() (remediation.Timeline, error) {
-	t, ok := s.cfg.Store.(remediation.Timeline)
-	if !ok {
-		return nil, fmt.Errorf("store %T keeps no remediation timeline", s.cfg.Store)
-	}
-	return t, nil
-}
-
 func (s *Server) createRemediation(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req remediation.CreateRequest
 	if pr := decode(r, &req); pr != nil {
@@ -151,7 +142,7 @@ func (s *Server) createRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 	err := s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "remediation-job.create", "remediation-job", j.ID,
 		map[string]any{"recommendationID": req.RecommendationID, "action": req.Action, "resourceType": req.ResourceType,
 			"subjectID": req.SubjectID, "spaceID": req.SpaceID}),
-		func(tx store.Store) (err error) {
+		func(tx store.Tx) (err error) {
 			created, err = tx.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
 			return err
 		})
@@ -216,10 +207,7 @@ func (s *Server) getRemediation(w http.ResponseWriter, r *http.Request, p *Princ
 	if err != nil {
 		return err
 	}
-	tl, err := s.timeline()
-	if err != nil {
-		return err
-	}
+	tl := s.cfg.Store
 	out := remediationView(j)
 	if out.Notifications, err = tl.ListDeliveries(r.Context(), p.OrgID, j.ID); err != nil {
 		return err
@@ -236,7 +224,7 @@ func (s *Server) cancelRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 	out := j
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "remediation-job.cancel", "remediation-job", j.ID,
 		map[string]any{"statusBefore": j.Status}),
-		func(tx store.Store) error {
+		func(tx store.Tx) error {
 			o, err := engine.Cancel(r.Context(), tx, j, s.cfg.Now())
 			if err != nil {
 				return err
@@ -289,7 +277,7 @@ func (s *Server) decideRemediation(approve, byName bool) handlerFunc {
 		var out *job.Job
 		ent := entry(audit.ScopeProvisioning, "remediation-job."+verb, "remediation-job", j.ID, nil)
 		err = s.audited(r.Context(), p, ent,
-			func(tx store.Store) error {
+			func(tx store.Tx) error {
 				cfg, st, err := remediation.Decide(j, key, byName, remediation.Decision{Approved: approve, Actor: p.Actor, Reason: req.Reason, At: now})
 				if err != nil {
 					return err
@@ -324,10 +312,7 @@ func (s *Server) remediationTimeline(w http.ResponseWriter, r *http.Request, p *
 	if err != nil {
 		return err
 	}
-	tl, err := s.timeline()
-	if err != nil {
-		return err
-	}
+	tl := s.cfg.Store
 	evs, err := tl.ListEvents(r.Context(), p.OrgID, j.ID)
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func (s *Server) revealSecret(w http.ResponseWriter, r *http.Request, p *Princip
 	value, jobID, err := s.readSecret(ctx, p, req.Ref)
 	if err == nil {
 		e := entry(audit.ScopeProvisioning, "secret.reveal", "secret", req.Ref, map[string]any{"jobID": jobID})
-		err = s.audited(ctx, p, e, func(store.Store) error { return nil })
+		err = s.audited(ctx, p, e, func(store.Tx) error { return nil })
 	}
 	switch {
 	case errors.Is(err, datastore.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, secrets.ErrNotFound):
@@ -64,11 +64,7 @@ func (s *Server) readSecret(ctx context.Context, p *Principal, ref string) (valu
 	if owner.OrgID != p.OrgID || owner.Kind != secrets.OwnerJob {
 		return "", "", fmt.Errorf("secret %s is not a datastore secret of %s: %w", ref, p.OrgID, secrets.ErrNotFound)
 	}
-	recs, err := s.records(s.cfg.Store)
-	if err != nil {
-		return "", "", err
-	}
-	if jobID, err = recs.SecretJob(ctx, ref); err != nil {
+	if jobID, err = s.cfg.Store.SecretJob(ctx, ref); err != nil {
 		return "", "", err
 	}
 	if jobID != owner.ID {

@@ -75,7 +75,7 @@ func (AllowAll) Authorize(context.Context, *Principal, string) error { return ni
 
 // Config wires the server.
 type Config struct {
-	Store      store.Store
+	Store      store.Full
 	Pipelines  *pipeline.Registry
 	Catalog    *catalog.Catalog
 	Auth       Authenticator

@@ -66,7 +66,7 @@ func (s *Server) createSpace(w http.ResponseWriter, r *http.Request, p *Principa
 		Config: req.Config, CreatedAt: s.cfg.Now()}
 	err := s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.create", "space", sp.ID,
 		map[string]any{"name": sp.Name, "provider": sp.Provider, "region": sp.Region, "cloudAccountID": sp.CloudAccountID}),
-		func(tx store.Store) error { return tx.CreateSpace(r.Context(), sp) })
+		func(tx store.Tx) error { return tx.CreateSpace(r.Context(), sp) })
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (s *Server) deleteSpace(w http.ResponseWriter, r *http.Request, p *Principa
 		return storeErr(err, "space")
 	}
 	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "space.delete", "space", id, nil),
-		func(tx store.Store) error { return tx.DeleteSpace(r.Context(), p.OrgID, id) })
+		func(tx store.Tx) error { return tx.DeleteSpace(r.Context(), p.OrgID, id) })
 	if err != nil {
 		return storeErr(err, "space")
 	}

@@ -28,33 +28,33 @@ import (
 // countingStore counts the job queries the process makes: the API's and the feed's reads, the
 // engine's claims, heartbeats and checkpoints.
 type countingStore struct {
-	store.Store
+	store.Full
 	n atomic.Int64
 }
 
 func (c *countingStore) GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error) {
 	c.n.Add(1)
-	return c.Store.GetJob(ctx, p)
+	return c.Full.GetJob(ctx, p)
 }
 
 func (c *countingStore) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job.Job, error) {
 	c.n.Add(1)
-	return c.Store.ClaimJobs(ctx, p)
+	return c.Full.ClaimJobs(ctx, p)
 }
 
 func (c *countingStore) RenewLease(ctx context.Context, p *store.RenewLeaseParams) (time.Time, error) {
 	c.n.Add(1)
-	return c.Store.RenewLease(ctx, p)
+	return c.Full.RenewLease(ctx, p)
 }
 
 func (c *countingStore) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
 	c.n.Add(1)
-	return c.Store.Checkpoint(ctx, p)
+	return c.Full.Checkpoint(ctx, p)
 }
 
 func (c *countingStore) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*job.Job, error) {
 	c.n.Add(1)
-	return c.Store.UpdateJob(ctx, p)
+	return c.Full.UpdateJob(ctx, p)
 }
 
 // 500 event streams open at once on SQLite, over 8 running jobs whose leases are short: the
@@ -71,7 +71,7 @@ func TestFiveHundredStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	st := &countingStore{Store: raw}
+	st := &countingStore{Full: raw}
 	release := make(chan struct{})
 	var running atomic.Int32
 	pipe := &testfamily.Pipeline{N: 1, TTL: 3 * time.Second, Hook: func(ctx context.Context, c testfamily.Call, r *pipeline.Run) (pipeline.Result, error) {

@@ -96,7 +96,7 @@ func CreateOrg(ctx context.Context, st store.Store, name, adminEmail string, tok
 	}
 	// Names are how an operator tells orgs apart (the ids are random), so running the same
 	// command twice must not make a second org of the same name.
-	unique := func(tx store.Store) error {
+	unique := func(tx store.Tx) error {
 		orgs, err := tx.ListOrgs(ctx)
 		if err != nil {
 			return err
@@ -117,14 +117,14 @@ func CreateOrg(ctx context.Context, st store.Store, name, adminEmail string, tok
 // createOrgWithAdmin writes the org, its admin with the Admin role org-wide and, when given,
 // the admin's token, with one audit entry in the new org, all in one transaction.
 // check, when set, runs first in the transaction and refuses the org by failing.
-func createOrgWithAdmin(ctx context.Context, st store.Store, o *store.Org, admin *store.User, tok *store.Token, actor string, check func(tx store.Store) error) error {
+func createOrgWithAdmin(ctx context.Context, st store.Store, o *store.Org, admin *store.User, tok *store.Token, actor string, check func(tx store.Tx) error) error {
 	meta := map[string]any{"name": o.Name, "admin": admin.Email, "roleID": rbac.RoleAdmin}
 	if tok != nil {
 		meta["tokenID"] = tok.ID
 	}
 	e := audit.New(o.ID, audit.ScopePlatform, "org.create", actor, "org", o.ID, meta)
 	e.CreatedAt = o.CreatedAt
-	return st.Audited(ctx, e, func(tx store.Store) error {
+	return st.Audited(ctx, e, func(tx store.Tx) error {
 		if check != nil {
 			if err := check(tx); err != nil {
 				return err

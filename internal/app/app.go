@@ -35,7 +35,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/remediation"
-	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/store/postgres"
 	"github.com/groundworkhq/groundwork/internal/store/sqlite"
@@ -91,7 +90,7 @@ type Options struct {
 }
 
 // OpenStore opens the store named by database (applying migrations).
-func OpenStore(ctx context.Context, database, dataDir string, logger *slog.Logger) (store.Store, error) {
+func OpenStore(ctx context.Context, database, dataDir string, logger *slog.Logger) (store.Full, error) {
 	if strings.HasPrefix(database, "postgres://") || strings.HasPrefix(database, "postgresql://") {
 		return postgres.Open(ctx, database, logger)
 	}
@@ -163,13 +162,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	ledger, ok := st.(secrets.Ledger)
-	if !ok {
-		return fmt.Errorf("store %T cannot record who owns each secret", st)
-	}
 	// The cloud modules, and the secret store over them. Cloud account credentials live in
 	// the server's own store; every reader names the owner it reads for.
-	mods, sec, err := wireProviders(o, st, local, ledger, tp)
+	mods, sec, err := wireProviders(o, st, local, st, tp)
 	if err != nil {
 		return err
 	}
@@ -227,9 +222,7 @@ func Run(ctx context.Context, o Options) error {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		jobsByStatus{st})
-	if q, ok := st.(oldestDue); ok {
-		metrics.MustRegister(queueLag{q})
-	}
+	metrics.MustRegister(queueLag{st})
 	planner, err := newPlanner(o.PriceBook, mods)
 	if err != nil {
 		return err
@@ -237,10 +230,6 @@ func Run(ctx context.Context, o Options) error {
 	disc := newDiscovery(st, mods)
 	hub := api.NewHub()
 	pub := publishers{hub.Publish}
-	ended, ok := st.(secrets.EndedJobs)
-	if !ok {
-		return fmt.Errorf("store %T cannot name ended jobs' secrets", st)
-	}
 	// A job that ends with no step left to delete what was stored for it (cancelled while its
 	// first step ran, say) has its secrets swept; the end of any job wakes the sweeper.
 	sweep := make(chan struct{}, 1)
@@ -294,7 +283,7 @@ func Run(ctx context.Context, o Options) error {
 	engDone := make(chan error, 1)
 	go func() { engDone <- eng.Run(ctx) }()
 	go dsp.reconcile(ctx)
-	go sec.Janitor(ctx, ended, sweep, o.SecretSweepEvery, log)
+	go sec.Janitor(ctx, st, sweep, o.SecretSweepEvery, log)
 	go cmp.watch(ctx)
 	select {
 	case <-ctx.Done():
@@ -389,15 +378,10 @@ func (c jobsByStatus) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// oldestDue is the store's answer to how long the queue waits.
-type oldestDue interface {
-	OldestDue(ctx context.Context, now time.Time) (time.Time, bool, error)
-}
-
 // queueLag reports, at scrape time, how long the longest-waiting due job has waited for a
 // worker: near zero while workers keep up, growing when they do not (all replicas down,
 // draining, or saturated).
-type queueLag struct{ st oldestDue }
+type queueLag struct{ st store.DueQueue }
 
 var queueLagDesc = prometheus.NewDesc("groundwork_queue_lag_seconds",
 	"How long the longest-waiting queued job has been due without a worker taking it (0 when none is).", nil, nil)

@@ -46,12 +46,6 @@ type ComponentOptions struct {
 	CheckInterval time.Duration
 }
 
-// clusterSpaceStore is what the reachability checker needs of the store; sqlstore has it.
-type clusterSpaceStore interface {
-	ClusterSpaces(ctx context.Context) ([]*store.Space, error)
-	SetSpaceStatus(ctx context.Context, id, status string) (bool, error)
-}
-
 // componentParts is the component family wired to one server.
 type componentParts struct {
 	pipeline pipeline.Pipeline
@@ -60,7 +54,7 @@ type componentParts struct {
 	// bootstrap installs a new cluster's default components through this family's installer.
 	bootstrap func(token func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error)) kubernetes.ComponentInstaller
 	api       *api.ComponentConfig
-	spaces    clusterSpaceStore // nil: the store cannot list cluster spaces; no checks
+	spaces    store.ClusterSpaces // nil: no reachability checks
 	secrets   *secrets.Vault
 	outbound  *netguard.Policy
 	interval  time.Duration
@@ -69,7 +63,7 @@ type componentParts struct {
 
 // wireComponents loads the component catalog and builds the component pipeline over the
 // spaces in st and the credentials in sec.
-func wireComponents(o Options, st store.Store, sec *secrets.Vault) (*componentParts, error) {
+func wireComponents(o Options, st store.Full, sec *secrets.Vault) (*componentParts, error) {
 	co := o.Components
 	cat, err := loadComponentCatalog(co.CatalogFile)
 	if err != nil {
@@ -113,11 +107,7 @@ func wireComponents(o Options, st store.Store, sec *secrets.Vault) (*componentPa
 	if parts.interval == 0 {
 		parts.interval = 30 * time.Second
 	}
-	if cs, ok := st.(clusterSpaceStore); ok {
-		parts.spaces = cs
-	} else {
-		log.Warn("the store cannot list cluster spaces; their status will not follow reachability", "store", fmt.Sprintf("%T", st))
-	}
+	parts.spaces = st
 	return parts, nil
 }
 

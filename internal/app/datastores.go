@@ -35,15 +35,15 @@ type DatastoreOptions struct {
 	LeaseTTL time.Duration
 }
 
-// datastoreRecords is what the store offers the datastore family: the records the service
-// writes and the jobs a restart must reconcile. sqlstore implements it.
+// datastoreRecords is what the datastore family needs of the store: the records the service
+// writes and the jobs a restart must reconcile.
 type datastoreRecords interface {
 	api.DatastoreRecords
 	UnsettledDatabaseJobs(ctx context.Context) ([]string, error)
 }
 
-// datastoreParts is the datastore family wired to one server: the pipeline (nil when the store
-// keeps no datastore records), the API's config, and what reconciles databases after a restart.
+// datastoreParts is the datastore family wired to one server: the pipeline, the API's config,
+// and what reconciles databases after a restart.
 type datastoreParts struct {
 	pipeline pipeline.Pipeline
 	api      *api.DatastoreConfig
@@ -56,17 +56,12 @@ type datastoreParts struct {
 
 // wireDatastores builds the datastore pipeline over the modules' datastore drivers and the
 // secret store.
-func wireDatastores(o Options, st store.Store, sec *secrets.Vault, mods *provider.Registry) (*datastoreParts, error) {
-	recs, ok := st.(datastoreRecords)
-	if !ok {
-		o.Logger.Warn("the store keeps no datastore records; the datastore family is off", "store", fmt.Sprintf("%T", st))
-		return &datastoreParts{}, nil
-	}
+func wireDatastores(o Options, st store.Full, sec *secrets.Vault, mods *provider.Registry) (*datastoreParts, error) {
 	drivers := map[string]dspipe.Driver{}
 	for _, m := range provider.Offering[provider.DatastoreDrivers](mods) {
 		drivers[m.Name()] = m.(provider.DatastoreDrivers).DatastoreDriver()
 	}
-	d := &datastoreParts{records: recs, secrets: sec, outbound: o.Outbound, st: st, log: o.Logger.With("component", "datastores"),
+	d := &datastoreParts{records: st, secrets: sec, outbound: o.Outbound, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
 	d.pipeline = &datastorePipeline{
 		Pipeline: dspipe.New(dspipe.Options{Drivers: drivers, Secrets: sec, Poll: o.Datastores.Poll, Outbound: o.Outbound,

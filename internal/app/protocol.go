@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -35,7 +34,7 @@ type ProtocolOptions struct {
 type protocolParts struct {
 	registry *protocol.Registry
 	pipes    *pipeline.Registry
-	store    store.Store
+	keys     api.RequestKeys
 	catalog  *catalog.Catalog
 	opts     ProtocolOptions
 	logger   *slog.Logger
@@ -44,18 +43,11 @@ type protocolParts struct {
 // wireProtocol builds the provisioner registry over the store and makes pipes resolve families
 // spelled "category/type" to a remote pipeline, so that the engine and the jobs API find the
 // pipeline of a pair held by a registered provisioner.
-func wireProtocol(o Options, st store.Store, pipes *pipeline.Registry, cat *catalog.Catalog) (*protocolParts, error) {
-	ps, ok := st.(protocol.ProvisionerStore)
-	if !ok {
-		return nil, fmt.Errorf("store %T cannot keep provisioner registrations", st)
-	}
-	if _, ok := st.(api.RequestKeys); !ok {
-		return nil, fmt.Errorf("store %T cannot keep provisioner-protocol request keys", st)
-	}
+func wireProtocol(o Options, st store.Full, pipes *pipeline.Registry, cat *catalog.Catalog) (*protocolParts, error) {
 	// Groundwork holds every built-in pair from start-up, also those this build has no pipeline
 	// for: they are Groundwork's to serve, and a remote claiming one would be shadowed by the
 	// built-in family of the same pair.
-	reg := protocol.NewRegistry(ps, protocol.RegistryOptions{
+	reg := protocol.NewRegistry(st, protocol.RegistryOptions{
 		// The built-in provisioner is as old as this server (not the zero time).
 		BuiltIn:  protocol.Provisioner{Name: "groundwork", Pairs: catalog.BuiltinPairs(), CreatedAt: time.Now().UTC()},
 		Catalog:  cat,
@@ -73,7 +65,7 @@ func wireProtocol(o Options, st store.Store, pipes *pipeline.Registry, cat *cata
 		}
 		return remote.New(pair, ropts), true
 	})
-	return &protocolParts{registry: reg, pipes: pipes, store: st, catalog: cat, opts: o.Protocol, logger: o.Logger}, nil
+	return &protocolParts{registry: reg, pipes: pipes, keys: st, catalog: cat, opts: o.Protocol, logger: o.Logger}, nil
 }
 
 // mount serves the provisioner protocol for Groundwork's own pairs under /provisioner/: an
@@ -89,7 +81,7 @@ func (pp *protocolParts) mount(srv *api.Server) {
 		pairs = []catalog.Pair{} // nil would mean "every built-in pair" to the backend
 	}
 	backend := jobbackend.New(jobbackend.Options{
-		Jobs:      srv.ProtocolJobs(pp.store.(api.RequestKeys), pp.pipes),
+		Jobs:      srv.ProtocolJobs(pp.keys, pp.pipes),
 		Pipelines: pp.pipes,
 		Pairs:     pairs,
 		Observers: pp.opts.Observers,

@@ -71,18 +71,14 @@ func (o RemediationOptions) notifiers() ([]remediation.Notifier, error) {
 }
 
 // remediationPipeline runs workflows with the executor of each job's provider.
-func remediationPipeline(o RemediationOptions, st store.Store, mods *provider.Registry, log *slog.Logger) (*remediation.Pipeline, error) {
-	tl, ok := st.(remediation.Timeline)
-	if !ok {
-		return nil, fmt.Errorf("store %T keeps no remediation timeline", st)
-	}
+func remediationPipeline(o RemediationOptions, st store.Full, mods *provider.Registry, log *slog.Logger) (*remediation.Pipeline, error) {
 	ns, err := o.notifiers()
 	if err != nil {
 		return nil, err
 	}
 	return remediation.New(remediation.Options{
 		Executor: mods.Executor,
-		Timeline: tl, Notifiers: ns, NotifyTerminal: o.NotifyTerminal, Poll: o.Poll, LeaseTTL: o.LeaseTTL,
+		Timeline: st, Notifiers: ns, NotifyTerminal: o.NotifyTerminal, Poll: o.Poll, LeaseTTL: o.LeaseTTL,
 		AfterDo: o.AfterDo, Logger: log,
 		Admins: func(ctx context.Context, orgID string) ([]string, error) {
 			as, err := st.ListAssignments(ctx, orgID, "")

@@ -13,83 +13,44 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Scopes of the audit log. Provisioning covers spaces, jobs, databases,
 // connections and catalog installs; platform covers access and accounts.
 const (
-	ScopePlatform     = "platform"
-	ScopeScheduling   = "scheduling"
-	ScopeCost         = "cost"
-	ScopeProvisioning = "provisioning"
-	ScopeDeployment   = "deployment"
+	ScopePlatform     = store.AuditScopePlatform
+	ScopeScheduling   = store.AuditScopeScheduling
+	ScopeCost         = store.AuditScopeCost
+	ScopeProvisioning = store.AuditScopeProvisioning
+	ScopeDeployment   = store.AuditScopeDeployment
 )
 
 // Scopes lists every scope, for validating filters.
 var Scopes = []string{ScopePlatform, ScopeScheduling, ScopeCost, ScopeProvisioning, ScopeDeployment}
 
 // ActorEngine is the actor of changes the job engine makes on its own (a job completing).
-const ActorEngine = "system:engine"
+const ActorEngine = store.AuditActorEngine
 
-// Entry is one immutable record of a mutation.
-type Entry struct {
-	ID           string          `json:"id"`
-	OrgID        string          `json:"-"`
-	Scope        string          `json:"scope"`
-	Action       string          `json:"action"`
-	Actor        string          `json:"actor"`
-	ResourceType string          `json:"resourceType"`
-	ResourceID   string          `json:"resourceID"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt    time.Time       `json:"createdAt"`
-}
+// Entry is one immutable record of a mutation. The store keeps it, so it is declared there.
+type Entry = store.AuditEntry
 
 // New lays out an entry; the store assigns ID (when empty) and CreatedAt (when zero) as it
 // writes. meta is marshalled to JSON; nil leaves the metadata empty.
 func New(orgID, scope, action, actor, resourceType, resourceID string, meta any) *Entry {
-	e := &Entry{OrgID: orgID, Scope: scope, Action: action, Actor: actor, ResourceType: resourceType, ResourceID: resourceID}
-	if meta != nil {
-		if b, err := json.Marshal(meta); err == nil {
-			e.Metadata = b
-		}
-	}
-	return e
-}
-
-// Validate refuses an entry that could not be told apart later.
-func (e *Entry) Validate() error {
-	var missing []string
-	for name, v := range map[string]string{"orgID": e.OrgID, "scope": e.Scope, "action": e.Action, "actor": e.Actor, "resourceType": e.ResourceType} {
-		if v == "" {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("audit entry lacks %s", strings.Join(missing, ", "))
-	}
-	return nil
+	return store.NewAuditEntry(orgID, scope, action, actor, resourceType, resourceID, meta)
 }
 
 // Default and maximum page sizes of a listing.
 const (
-	DefaultLimit = 50
-	MaxLimit     = 200
+	DefaultLimit = store.AuditDefaultLimit
+	MaxLimit     = store.AuditMaxLimit
 )
 
 // Filter selects entries of one org. Empty fields match everything; From and To bound
 // createdAt (inclusive, exclusive).
-type Filter struct {
-	OrgID        string
-	Scopes       []string
-	Action       string
-	Actor        string
-	ResourceType string
-	ResourceID   string
-	From, To     time.Time
-	Page         int // from 1
-	Limit        int // default 50, at most 200
-}
+type Filter = store.AuditFilter
 
 // ErrBadFilter wraps every reason ParseFilter refuses a query.
 var ErrBadFilter = errors.New("bad audit filter")
@@ -151,9 +112,6 @@ func known(scope string) bool {
 	}
 	return false
 }
-
-// Offset is the number of entries before the filter's page.
-func (f *Filter) Offset() int { return (f.Page - 1) * f.Limit }
 
 var csvHeader = []string{"id", "scope", "action", "actor", "resourceType", "resourceID", "metadata", "createdAt"}
 

@@ -7,18 +7,18 @@ import (
 
 // Built-in pairs: the ones Groundwork's own pipelines handle.
 var (
-	PairPostgres      = Pair{CategoryManagedResource, "postgres"}
-	PairMySQL         = Pair{CategoryManagedResource, "mysql"}
-	PairRedis         = Pair{CategoryManagedResource, "redis"}
-	PairKubernetes    = Pair{CategoryTarget, "kubernetes"}
-	PairVMPool        = Pair{CategoryTarget, "vm-pool"}
-	PairNetwork       = Pair{CategoryManagedResource, "network"}
-	PairRegistry      = Pair{CategoryManagedResource, "registry"}
-	PairDNSZone       = Pair{CategoryManagedResource, "dns-zone"}
-	PairHelmComponent = Pair{CategoryTool, "helm-component"}
+	PairPostgres      = Pair{Kind: CategoryManagedResource, Type: "postgres"}
+	PairMySQL         = Pair{Kind: CategoryManagedResource, Type: "mysql"}
+	PairRedis         = Pair{Kind: CategoryManagedResource, Type: "redis"}
+	PairKubernetes    = Pair{Kind: CategoryTarget, Type: "kubernetes"}
+	PairVMPool        = Pair{Kind: CategoryTarget, Type: "vm-pool"}
+	PairNetwork       = Pair{Kind: CategoryManagedResource, Type: "network"}
+	PairRegistry      = Pair{Kind: CategoryManagedResource, Type: "registry"}
+	PairDNSZone       = Pair{Kind: CategoryManagedResource, Type: "dns-zone"}
+	PairHelmComponent = Pair{Kind: CategoryTool, Type: "helm-component"}
 	// PairBucket has no built-in provisioner: examples/provisioner serves it. It is in the
 	// catalog so that jobs for it are validated like any other.
-	PairBucket = Pair{CategoryManagedResource, "bucket"}
+	PairBucket = Pair{Kind: CategoryManagedResource, Type: "bucket"}
 )
 
 // BuiltinPairs are the pairs Groundwork's own provisioner holds from start-up.

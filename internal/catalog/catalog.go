@@ -14,48 +14,29 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
-// Category is the kind of thing a type describes; the protocol's API calls it "kind".
-type Category string
+// Category is the kind of thing a type describes; the protocol's API calls it "kind". The
+// store keeps pairs of provisioner registrations, so the type is declared there.
+type Category = store.CatalogCategory
 
 const (
-	CategoryTarget           Category = "target"
-	CategoryTool             Category = "tool"
-	CategoryDeployment       Category = "deployment"
-	CategoryManagedResource  Category = "managed-resource"
-	CategoryConsumedResource Category = "consumed-resource"
+	CategoryTarget           = store.CategoryTarget
+	CategoryTool             = store.CategoryTool
+	CategoryDeployment       = store.CategoryDeployment
+	CategoryManagedResource  = store.CategoryManagedResource
+	CategoryConsumedResource = store.CategoryConsumedResource
 )
 
 // Categories lists the categories a provisioner can handle. An artifact has no provisioner, so
 // it is not one of them.
-var Categories = []Category{
-	CategoryTarget, CategoryTool, CategoryDeployment, CategoryManagedResource, CategoryConsumedResource,
-}
+var Categories = store.CatalogCategories
 
-// Valid reports whether c is a known category.
-func (c Category) Valid() bool { return slices.Contains(Categories, c) }
-
-// Pair names one (category, type): the unit a provisioner registers for.
-type Pair struct {
-	Kind Category `json:"kind"`
-	Type string   `json:"type"`
-}
-
-// String spells the pair as "category/type", the form used in URLs and messages.
-func (p Pair) String() string { return string(p.Kind) + "/" + p.Type }
-
-// Validate checks that the category is known and the type is a plausible name.
-func (p Pair) Validate() error {
-	if !p.Kind.Valid() {
-		return fmt.Errorf("unknown kind %q (want one of %s)", p.Kind, joinCategories())
-	}
-	if !validTypeName(p.Type) {
-		return fmt.Errorf("type %q must be lower-case letters, digits and dashes, starting with a letter", p.Type)
-	}
-	return nil
-}
+// Pair names one (category, type): the unit a provisioner registers for. Its String spells
+// it "category/type"; Validate checks the category is known and the type a plausible name.
+type Pair = store.CatalogPair
 
 // ParsePair reads "category/type".
 func ParsePair(s string) (Pair, error) {
@@ -68,26 +49,6 @@ func ParsePair(s string) (Pair, error) {
 		return Pair{}, fmt.Errorf("pair %q: %w", s, err)
 	}
 	return p, nil
-}
-
-func validTypeName(s string) bool {
-	if s == "" || len(s) > 63 || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func joinCategories() string {
-	s := make([]string, len(Categories))
-	for i, c := range Categories {
-		s[i] = string(c)
-	}
-	return strings.Join(s, ", ")
 }
 
 // Output is one value a provisioner may report once its work is done.

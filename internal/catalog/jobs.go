@@ -33,19 +33,19 @@ func PairForJob(family job.Family, config json.RawMessage) (Pair, error) {
 		}
 		if len(config) > 0 {
 			if err := json.Unmarshal(config, &c); err != nil {
-				return Pair{}, &ValidationError{Pair: Pair{CategoryManagedResource, "datastore"}, Fields: []FieldError{{Rule: "json", Message: "config is not a JSON object: " + err.Error()}}}
+				return Pair{}, &ValidationError{Pair: Pair{Kind: CategoryManagedResource, Type: "datastore"}, Fields: []FieldError{{Rule: "json", Message: "config is not a JSON object: " + err.Error()}}}
 			}
 		}
 		engine, _ := c.Engine.(string)
 		switch engine {
 		case "postgres", "mysql", "redis":
-			return Pair{CategoryManagedResource, engine}, nil
+			return Pair{Kind: CategoryManagedResource, Type: engine}, nil
 		}
 		fe := FieldError{Field: "engine", Rule: "enum", Message: `must be one of "postgres", "mysql", "redis"`}
 		if c.Engine == nil {
 			fe = FieldError{Field: "engine", Rule: "required", Message: "is required"}
 		}
-		return Pair{}, &ValidationError{Pair: Pair{CategoryManagedResource, "datastore"}, Fields: []FieldError{fe}}
+		return Pair{}, &ValidationError{Pair: Pair{Kind: CategoryManagedResource, Type: "datastore"}, Fields: []FieldError{fe}}
 	}
 	if strings.Contains(string(family), "/") {
 		return ParsePair(string(family))

@@ -8,30 +8,21 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Engine is a datastore engine.
-type Engine string
+type Engine = store.DatastoreEngine
 
 const (
-	EnginePostgres Engine = "postgres"
-	EngineMySQL    Engine = "mysql"
-	EngineRedis    Engine = "redis"
+	EnginePostgres = store.EnginePostgres
+	EngineMySQL    = store.EngineMySQL
+	EngineRedis    = store.EngineRedis
 )
 
 // Engines lists the supported engines.
-var Engines = []Engine{EnginePostgres, EngineMySQL, EngineRedis}
-
-// Valid reports whether e is supported.
-func (e Engine) Valid() bool {
-	for _, k := range Engines {
-		if k == e {
-			return true
-		}
-	}
-	return false
-}
+var Engines = store.DatastoreEngines
 
 // Rules a name can break; FieldError.Rule holds one of these so that clients can react to the
 // rule rather than parse the message.

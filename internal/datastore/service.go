@@ -15,19 +15,13 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Endpoint is a set of connection details without the secret: {host, port, user, database,
 // secretRef}. The datastore pipeline records the server's admin endpoint in infra under
 // InfraConnectionKey; connections hand endpoints to applications.
-type Endpoint struct {
-	Engine    Engine `json:"engine"`
-	Host      string `json:"host"`
-	Port      int    `json:"port"`
-	User      string `json:"user"`
-	Database  string `json:"database,omitempty"`
-	SecretRef string `json:"secretRef"`
-}
+type Endpoint = store.DatastoreEndpoint
 
 // InfraConnectionKey is the infra key holding a datastore job's admin Endpoint.
 const InfraConnectionKey = "connection"
@@ -35,36 +29,20 @@ const InfraConnectionKey = "connection"
 // Database statuses. A record is written "creating" before any SQL runs and "deleting" before
 // the drop, so that a crash leaves a record that says what to finish (see Reconcile).
 const (
-	StatusCreating = "creating"
-	StatusReady    = "ready"
-	StatusDeleting = "deleting"
+	StatusCreating = store.DatabaseStatusCreating
+	StatusReady    = store.DatabaseStatusReady
+	StatusDeleting = store.DatabaseStatusDeleting
 )
 
 // Database is a database (and its owner) on a datastore job's server.
-type Database struct {
-	ID        string    `json:"id"`
-	JobID     string    `json:"jobID"`
-	Name      string    `json:"name"`
-	Owner     string    `json:"owner"`
-	Status    string    `json:"status"`
-	Endpoint  Endpoint  `json:"connection"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
+type Database = store.DatastoreDatabase
 
 // Connection is a stored set of credentials an application fetches: job-scoped (the server's
 // admin endpoint) or database-scoped (DatabaseID set; the owner's endpoint).
-type Connection struct {
-	ID         string    `json:"id"`
-	JobID      string    `json:"jobID"`
-	DatabaseID string    `json:"databaseID,omitempty"`
-	Name       string    `json:"name,omitempty"`
-	Endpoint   Endpoint  `json:"connection"`
-	CreatedAt  time.Time `json:"createdAt"`
-}
+type Connection = store.DatastoreConnection
 
 // ErrNotFound is returned for a missing database or connection (the API's 404).
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = store.ErrDatastoreNotFound
 
 // ErrNotReady is returned when the job's datastore cannot take databases yet (the API's 409).
 var ErrNotReady = errors.New("datastore is not ready")

@@ -14,37 +14,18 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/netguard"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
-// Provisioner is a registered provisioner: who holds which pairs.
-type Provisioner struct {
-	ID string `json:"id"`
-	// OrgID is the organisation the registration belongs to; empty for the built-in one,
-	// which serves every organisation.
-	OrgID     string         `json:"orgID,omitempty"`
-	Name      string         `json:"name"`
-	URL       string         `json:"url,omitempty"` // empty for the built-in provisioner
-	Pairs     []catalog.Pair `json:"pairs"`
-	BuiltIn   bool           `json:"builtIn"`
-	CreatedAt time.Time      `json:"createdAt"`
-}
-
-// Holds reports whether p holds pair.
-func (p *Provisioner) Holds(pair catalog.Pair) bool { return slices.Contains(p.Pairs, pair) }
+// Provisioner is a registered provisioner: who holds which pairs. The store keeps
+// registrations, so the type is declared there.
+type Provisioner = store.Provisioner
 
 // ErrProvisionerNotFound is returned for an unknown provisioner id, or a pair nobody holds.
-var ErrProvisionerNotFound = errors.New("provisioner not found")
+var ErrProvisionerNotFound = store.ErrProvisionerNotFound
 
 // PairConflictError refuses a registration claiming a pair another provisioner holds (HTTP 409).
-type PairConflictError struct {
-	Pair       catalog.Pair
-	HolderID   string
-	HolderName string
-}
-
-func (e *PairConflictError) Error() string {
-	return fmt.Sprintf("pair %s is already held by provisioner %q (%s)", e.Pair, e.HolderName, e.HolderID)
-}
+type PairConflictError = store.PairConflictError
 
 // InvalidRegistrationError refuses a registration whose fields are wrong (HTTP 422).
 type InvalidRegistrationError struct{ Fields []catalog.FieldError }

@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
+
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Actions.
@@ -133,15 +134,8 @@ func has(list []string, s string) bool {
 }
 
 // Role is a named list of policies. System roles exist in every org and cannot be changed.
-type Role struct {
-	ID          string    `json:"id"`
-	OrgID       string    `json:"orgID,omitempty"`
-	Name        string    `json:"name"`
-	Description string    `json:"description,omitempty"`
-	Policies    []string  `json:"policies"`
-	System      bool      `json:"system"`
-	CreatedAt   time.Time `json:"createdAt,omitzero"`
-}
+// The store keeps custom roles, so the type is declared there.
+type Role = store.Role
 
 // IDs of the system roles.
 const (
@@ -186,17 +180,9 @@ func SystemRole(id string) (Role, bool) {
 	return Role{}, false
 }
 
-// Assignment grants a role to a user within a scope.
-type Assignment struct {
-	ID     string `json:"id"`
-	OrgID  string `json:"orgID,omitempty"`
-	Email  string `json:"email"`
-	RoleID string `json:"roleID"`
-	// Scope is "" (org-wide), "team:<id>" (the resources the team owns) or "<resource>:<id>"
-	// (one resource and what it contains, e.g. a space and its jobs).
-	Scope     string    `json:"scope"`
-	CreatedAt time.Time `json:"createdAt,omitzero"`
-}
+// Assignment grants a role to a user within a scope: "" (org-wide), "team:<id>" (the
+// resources the team owns) or "<resource>:<id>" (one resource and what it contains).
+type Assignment = store.RoleAssignment
 
 // ValidateScope checks the shape of an assignment's scope.
 func ValidateScope(scope string) error {

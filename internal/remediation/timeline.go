@@ -2,7 +2,8 @@ package remediation
 
 import (
 	"context"
-	"time"
+
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Event types of the timeline.
@@ -18,29 +19,10 @@ const (
 const ActorSystem = "system"
 
 // Event is one entry of a workflow's step-level timeline.
-type Event struct {
-	JobID     string    `json:"-"`
-	OrgID     string    `json:"-"`
-	StepID    string    `json:"stepID"`
-	StepName  string    `json:"stepName"`
-	EventType string    `json:"eventType"`
-	Actor     string    `json:"actor"`
-	Reason    string    `json:"reason,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-}
+type Event = store.RemediationEvent
 
 // Delivery is the record of one notification on one channel.
-type Delivery struct {
-	JobID     string    `json:"jobID"`
-	OrgID     string    `json:"-"`
-	StepID    string    `json:"stepID"`
-	Kind      string    `json:"kind"`
-	Channel   string    `json:"channel"`
-	Status    string    `json:"status"` // delivered or failed
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"lastError,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
+type Delivery = store.RemediationDelivery
 
 // Timeline is the store of events and deliveries. AppendEvent is idempotent per (job, step,
 // event type): a step re-run after a crash reports false and writes nothing.

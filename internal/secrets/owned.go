@@ -6,31 +6,26 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Kinds of object that own secrets.
 const (
-	OwnerJob     = "job"           // a job's admin password, its databases' owner passwords, component values
-	OwnerAccount = "cloud-account" // a cloud account's credentials
-	OwnerCluster = "cluster"       // a registered cluster's credential, keyed by its space
+	OwnerJob     = store.OwnerJob     // a job's admin password, its databases' owner passwords, component values
+	OwnerAccount = store.OwnerAccount // a cloud account's credentials
+	OwnerCluster = store.OwnerCluster // a registered cluster's credential, keyed by its space
 )
 
-// Owner is who a secret belongs to: an organisation and one object in it.
-type Owner struct {
-	OrgID string `json:"orgID"`
-	Kind  string `json:"kind"`
-	ID    string `json:"id"`
-}
+// Owner is who a secret belongs to: an organisation and one object in it. The store records
+// owners, so the type is declared there.
+type Owner = store.SecretOwner
 
 // JobOwner is the owner of a job's secrets.
 func JobOwner(orgID, jobID string) Owner { return Owner{OrgID: orgID, Kind: OwnerJob, ID: jobID} }
 
-func (o Owner) String() string { return o.OrgID + "/" + o.Kind + "/" + o.ID }
-
-func (o Owner) valid() bool { return o.OrgID != "" && o.Kind != "" && o.ID != "" }
-
 // ErrOwnedElsewhere refuses a Put of a name whose secret belongs to another owner.
-var ErrOwnedElsewhere = errors.New("the secret belongs to another owner")
+var ErrOwnedElsewhere = store.ErrSecretOwnedElsewhere
 
 // Ledger records which owner each reference belongs to. It holds no values: the job store
 // implements it, so that ownership is checked against the same database as the objects.
@@ -138,7 +133,7 @@ type owned struct {
 // check returns nil when ref belongs to the owner, an error wrapping ErrNotFound otherwise:
 // another organisation's or object's secret is indistinguishable from one that does not exist.
 func (s owned) check(ctx context.Context, ref string) error {
-	if !s.o.valid() {
+	if !s.o.Complete() {
 		return fmt.Errorf("secret %s: no owner named: %w", ref, ErrNotFound)
 	}
 	got, err := s.v.ledger.SecretOwner(ctx, ref)
@@ -160,7 +155,7 @@ func (s owned) Put(ctx context.Context, key, value string) (string, error) {
 		}
 		return s.v.backend.Put(ctx, key, value)
 	}
-	if !s.o.valid() {
+	if !s.o.Complete() {
 		return "", fmt.Errorf("secret %s: no owner named: %w", key, ErrNotFound)
 	}
 	// Every name is derived by the server from the owner's ID (never taken from a request), so

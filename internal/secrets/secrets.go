@@ -5,12 +5,13 @@ package secrets
 
 import (
 	"context"
-	"errors"
 	"strings"
+
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // ErrNotFound is returned by Get when no secret has the reference.
-var ErrNotFound = errors.New("secret not found")
+var ErrNotFound = store.ErrSecretNotFound
 
 // SecretStore stores secret values under opaque references.
 type SecretStore interface {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/groundworkhq/groundwork/internal/audit"
-	"github.com/groundworkhq/groundwork/internal/rbac"
 )
 
 // ErrConflict: a row with the same key exists.
@@ -80,16 +77,16 @@ type AccessStore interface {
 	RevokeToken(ctx context.Context, orgID, id string, now time.Time) (*Token, bool, error)
 
 	// CreateRole stores a custom role (system roles are not stored).
-	CreateRole(ctx context.Context, r *rbac.Role) error
-	GetRole(ctx context.Context, orgID, id string) (*rbac.Role, error)
-	ListRoles(ctx context.Context, orgID string) ([]*rbac.Role, error)
+	CreateRole(ctx context.Context, r *Role) error
+	GetRole(ctx context.Context, orgID, id string) (*Role, error)
+	ListRoles(ctx context.Context, orgID string) ([]*Role, error)
 	// DeleteRole refuses with ErrInUse while assignments name the role.
 	DeleteRole(ctx context.Context, orgID, id string) error
 
-	CreateAssignment(ctx context.Context, a *rbac.Assignment) error
+	CreateAssignment(ctx context.Context, a *RoleAssignment) error
 	// ListAssignments lists the org's assignments, or one user's when email is set.
-	ListAssignments(ctx context.Context, orgID, email string) ([]*rbac.Assignment, error)
-	DeleteAssignment(ctx context.Context, orgID, id string) (*rbac.Assignment, error)
+	ListAssignments(ctx context.Context, orgID, email string) ([]*RoleAssignment, error)
+	DeleteAssignment(ctx context.Context, orgID, id string) (*RoleAssignment, error)
 
 	// UpdateCloudAccount changes the fields set in p and returns the account.
 	UpdateCloudAccount(ctx context.Context, p *UpdateCloudAccountParams) (*CloudAccount, error)
@@ -110,7 +107,7 @@ type AuditStore interface {
 	// Audited runs fn against a store bound to one transaction and, if fn succeeds, appends e
 	// in that same transaction before committing: a change and its record commit together or
 	// not at all. fn may fill e (e.g. the ID of what it created) before returning.
-	Audited(ctx context.Context, e *audit.Entry, fn func(tx Store) error) error
+	Audited(ctx context.Context, e *AuditEntry, fn func(tx Tx) error) error
 	// ListAudit returns one page of entries matching f, newest first, and the total count.
-	ListAudit(ctx context.Context, f *audit.Filter) ([]*audit.Entry, int, error)
+	ListAudit(ctx context.Context, f *AuditFilter) ([]*AuditEntry, int, error)
 }

@@ -53,7 +53,7 @@ func (c StoreSpaces) RegisterSpace(ctx context.Context, j *job.Job, cl Cluster) 
 	e := audit.New(j.OrgID, audit.ScopeProvisioning, "space.register_cluster", "system:engine", "space", id,
 		map[string]any{"jobID": j.ID, "cluster": cl.Name})
 	e.CreatedAt = sp.CreatedAt
-	if err := c.Store.Audited(ctx, e, func(tx store.Store) error { return tx.CreateSpace(ctx, sp) }); err != nil {
+	if err := c.Store.Audited(ctx, e, func(tx store.Tx) error { return tx.CreateSpace(ctx, sp) }); err != nil {
 		return "", fault.Transient(fmt.Errorf("create space %s: %w", id, err))
 	}
 	return id, nil
@@ -63,7 +63,7 @@ func (c StoreSpaces) UnregisterSpace(ctx context.Context, j *job.Job, spaceID st
 	e := audit.New(j.OrgID, audit.ScopeProvisioning, "space.delete", "system:engine", "space", spaceID,
 		map[string]any{"jobID": j.ID})
 	e.CreatedAt = time.Now()
-	err := c.Store.Audited(ctx, e, func(tx store.Store) error { return tx.DeleteSpace(ctx, j.OrgID, spaceID) })
+	err := c.Store.Audited(ctx, e, func(tx store.Tx) error { return tx.DeleteSpace(ctx, j.OrgID, spaceID) })
 	switch {
 	case err == nil, errors.Is(err, store.ErrNotFound):
 		return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
+	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/store/sqlstore"
 )
 
@@ -66,6 +67,8 @@ type Store struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 }
+
+var _ store.Full = (*Store)(nil)
 
 // Open connects to url, applies migrations and starts listening for wake-ups.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {

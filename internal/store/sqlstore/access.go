@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/rbac"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -294,8 +293,8 @@ func (s *Store) RevokeToken(ctx context.Context, orgID, id string, now time.Time
 
 const roleColumns = `id, org_id, name, description, policies, created_at`
 
-func scanRole(r scanner) (*rbac.Role, error) {
-	var ro rbac.Role
+func scanRole(r scanner) (*store.Role, error) {
+	var ro store.Role
 	var pols string
 	var created int64
 	if err := r.Scan(&ro.ID, &ro.OrgID, &ro.Name, &ro.Description, &pols, &created); err != nil {
@@ -308,7 +307,7 @@ func scanRole(r scanner) (*rbac.Role, error) {
 	return &ro, nil
 }
 
-func (s *Store) CreateRole(ctx context.Context, r *rbac.Role) error {
+func (s *Store) CreateRole(ctx context.Context, r *store.Role) error {
 	pols, err := jsonText(nonNil(r.Policies))
 	if err != nil {
 		return err
@@ -317,7 +316,7 @@ func (s *Store) CreateRole(ctx context.Context, r *rbac.Role) error {
 		r.ID, r.OrgID, r.Name, r.Description, pols, ms(r.CreatedAt))
 }
 
-func (s *Store) GetRole(ctx context.Context, orgID, id string) (*rbac.Role, error) {
+func (s *Store) GetRole(ctx context.Context, orgID, id string) (*store.Role, error) {
 	r, err := scanRole(s.q.QueryRowContext(ctx, `SELECT `+roleColumns+` FROM roles WHERE org_id = $1 AND id = $2`, orgID, id))
 	if err != nil {
 		return nil, notFound(err, "role")
@@ -325,7 +324,7 @@ func (s *Store) GetRole(ctx context.Context, orgID, id string) (*rbac.Role, erro
 	return r, nil
 }
 
-func (s *Store) ListRoles(ctx context.Context, orgID string) ([]*rbac.Role, error) {
+func (s *Store) ListRoles(ctx context.Context, orgID string) ([]*store.Role, error) {
 	return list(ctx, s, scanRole, `SELECT `+roleColumns+` FROM roles WHERE org_id = $1 ORDER BY id`, orgID)
 }
 
@@ -346,8 +345,8 @@ func (s *Store) DeleteRole(ctx context.Context, orgID, id string) error {
 
 const assignmentColumns = `id, org_id, email, role_id, scope, created_at`
 
-func scanAssignment(r scanner) (*rbac.Assignment, error) {
-	var a rbac.Assignment
+func scanAssignment(r scanner) (*store.RoleAssignment, error) {
+	var a store.RoleAssignment
 	var created int64
 	if err := r.Scan(&a.ID, &a.OrgID, &a.Email, &a.RoleID, &a.Scope, &created); err != nil {
 		return nil, err
@@ -356,17 +355,17 @@ func scanAssignment(r scanner) (*rbac.Assignment, error) {
 	return &a, nil
 }
 
-func (s *Store) CreateAssignment(ctx context.Context, a *rbac.Assignment) error {
+func (s *Store) CreateAssignment(ctx context.Context, a *store.RoleAssignment) error {
 	return s.insert(ctx, "role assignment", `INSERT INTO role_assignments (`+assignmentColumns+`) VALUES ($1, $2, $3, $4, $5, $6)`,
 		a.ID, a.OrgID, a.Email, a.RoleID, a.Scope, ms(a.CreatedAt))
 }
 
-func (s *Store) ListAssignments(ctx context.Context, orgID, email string) ([]*rbac.Assignment, error) {
+func (s *Store) ListAssignments(ctx context.Context, orgID, email string) ([]*store.RoleAssignment, error) {
 	return list(ctx, s, scanAssignment, `SELECT `+assignmentColumns+` FROM role_assignments
 		WHERE org_id = $1 AND ($2 = '' OR email = $2) ORDER BY id`, orgID, email)
 }
 
-func (s *Store) DeleteAssignment(ctx context.Context, orgID, id string) (*rbac.Assignment, error) {
+func (s *Store) DeleteAssignment(ctx context.Context, orgID, id string) (*store.RoleAssignment, error) {
 	a, err := scanAssignment(s.q.QueryRowContext(ctx, `DELETE FROM role_assignments WHERE org_id = $1 AND id = $2
 		RETURNING `+assignmentColumns, orgID, id))
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -19,7 +18,7 @@ type txState struct{ wake bool }
 
 // Audited runs fn on a copy of the store bound to one transaction, appends e in it and
 // commits. Called on a copy already in a transaction, it joins that transaction.
-func (s *Store) Audited(ctx context.Context, e *audit.Entry, fn func(tx store.Store) error) error {
+func (s *Store) Audited(ctx context.Context, e *store.AuditEntry, fn func(tx store.Tx) error) error {
 	if s.tx != nil {
 		if err := fn(s); err != nil {
 			return err
@@ -50,7 +49,7 @@ func (s *Store) Audited(ctx context.Context, e *audit.Entry, fn func(tx store.St
 const insertAuditSQL = `INSERT INTO audit_logs (id, org_id, scope, action, actor, resource_type,
 		resource_id, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 
-func (s *Store) insertAudit(ctx context.Context, e *audit.Entry) error {
+func (s *Store) insertAudit(ctx context.Context, e *store.AuditEntry) error {
 	if err := readyAudit(e); err != nil {
 		return err
 	}
@@ -67,7 +66,7 @@ func (s *Store) insertAudit(ctx context.Context, e *audit.Entry) error {
 }
 
 // readyAudit checks e and gives it an id.
-func readyAudit(e *audit.Entry) error {
+func readyAudit(e *store.AuditEntry) error {
 	if e == nil {
 		return errors.New("audited change without an audit entry")
 	}
@@ -84,7 +83,7 @@ func readyAudit(e *audit.Entry) error {
 }
 
 // ListAudit pages through an org's entries, newest first.
-func (s *Store) ListAudit(ctx context.Context, f *audit.Filter) ([]*audit.Entry, int, error) {
+func (s *Store) ListAudit(ctx context.Context, f *store.AuditFilter) ([]*store.AuditEntry, int, error) {
 	where := []string{"org_id = $1"}
 	args := []any{f.OrgID}
 	add := func(cond string, v any) {
@@ -117,8 +116,8 @@ func (s *Store) ListAudit(ctx context.Context, f *audit.Filter) ([]*audit.Entry,
 		return nil, 0, fmt.Errorf("count audit entries: %w", err)
 	}
 	limit := f.Limit
-	if limit <= 0 || limit > audit.MaxLimit {
-		limit = audit.DefaultLimit
+	if limit <= 0 || limit > store.AuditMaxLimit {
+		limit = store.AuditDefaultLimit
 	}
 	page := max(f.Page, 1)
 	args = append(args, limit, (page-1)*limit)
@@ -129,9 +128,9 @@ func (s *Store) ListAudit(ctx context.Context, f *audit.Filter) ([]*audit.Entry,
 		return nil, 0, fmt.Errorf("list audit entries: %w", err)
 	}
 	defer rows.Close()
-	out := []*audit.Entry{}
+	out := []*store.AuditEntry{}
 	for rows.Next() {
-		var e audit.Entry
+		var e store.AuditEntry
 		var meta sql.NullString
 		var created int64
 		if err := rows.Scan(&e.ID, &e.OrgID, &e.Scope, &e.Action, &e.Actor, &e.ResourceType, &e.ResourceID,
@@ -168,9 +167,9 @@ func (s *Store) auditedCheckpoint(ctx context.Context, p *store.CheckpointParams
 // checkpoint, so the record does not depend on the path taken.
 func (s *Store) auditedTerminal(ctx context.Context, id string, now time.Time, action string, change func(tx *Store) (*job.Job, error)) (*job.Job, error) {
 	var out *job.Job
-	e := &audit.Entry{Scope: audit.ScopeProvisioning, Action: action, Actor: audit.ActorEngine,
+	e := &store.AuditEntry{Scope: store.AuditScopeProvisioning, Action: action, Actor: store.AuditActorEngine,
 		ResourceType: "provisioning-job", ResourceID: id, CreatedAt: now}
-	err := s.Audited(ctx, e, func(tx store.Store) error {
+	err := s.Audited(ctx, e, func(tx store.Tx) error {
 		j, err := change(tx.(*Store))
 		if err != nil {
 			return err
@@ -183,7 +182,7 @@ func (s *Store) auditedTerminal(ctx context.Context, id string, now time.Time, a
 }
 
 // terminalEntry is the engine's audit entry for job j ending with action.
-func terminalEntry(j *job.Job, action string, now time.Time) *audit.Entry {
+func terminalEntry(j *job.Job, action string, now time.Time) *store.AuditEntry {
 	meta := map[string]any{"family": j.Family, "spaceID": j.SpaceID, "phase": j.Phase}
 	if j.Failure != nil {
 		meta["failureClass"], meta["failureCode"] = j.Failure.Class, j.Failure.Code
@@ -194,7 +193,7 @@ func terminalEntry(j *job.Job, action string, now time.Time) *audit.Entry {
 		resource = "remediation-job"
 		action = "remediation-job." + strings.TrimPrefix(action, "provisioning-job.")
 	}
-	e := audit.New(j.OrgID, audit.ScopeProvisioning, action, audit.ActorEngine, resource, j.ID, meta)
+	e := store.NewAuditEntry(j.OrgID, store.AuditScopeProvisioning, action, store.AuditActorEngine, resource, j.ID, meta)
 	e.CreatedAt = now
 	return e
 }

@@ -8,17 +8,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // The store keeps the databases and connections of datastore jobs for the datastore service.
-var _ datastore.Records = (*Store)(nil)
+var _ store.DatastoreRecords = (*Store)(nil)
 
 const databaseColumns = `id, job_id, name, owner, status, endpoint, created_at, updated_at`
 
-func scanDatabase(r scanner) (datastore.Database, error) {
+func scanDatabase(r scanner) (store.DatastoreDatabase, error) {
 	var (
-		d                datastore.Database
+		d                store.DatastoreDatabase
 		ep               string
 		created, updated int64
 	)
@@ -32,9 +32,9 @@ func scanDatabase(r scanner) (datastore.Database, error) {
 	return d, nil
 }
 
-// InsertDatabase implements datastore.Records: a row whose (job, name) exists is left alone
+// InsertDatabase implements store.DatastoreRecords: a row whose (job, name) exists is left alone
 // and returned with inserted=false.
-func (s *Store) InsertDatabase(ctx context.Context, d datastore.Database) (datastore.Database, bool, error) {
+func (s *Store) InsertDatabase(ctx context.Context, d store.DatastoreDatabase) (store.DatastoreDatabase, bool, error) {
 	ep, err := jsonText(d.Endpoint)
 	if err != nil {
 		return d, false, err
@@ -58,12 +58,12 @@ func (s *Store) InsertDatabase(ctx context.Context, d datastore.Database) (datas
 	return got, false, nil
 }
 
-// GetDatabase implements datastore.Records.
-func (s *Store) GetDatabase(ctx context.Context, jobID, id string) (datastore.Database, error) {
+// GetDatabase implements store.DatastoreRecords.
+func (s *Store) GetDatabase(ctx context.Context, jobID, id string) (store.DatastoreDatabase, error) {
 	d, err := scanDatabase(s.q.QueryRowContext(ctx, `SELECT `+databaseColumns+` FROM datastore_databases
 		WHERE job_id = $1 AND id = $2`, jobID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, fmt.Errorf("database %s: %w", id, datastore.ErrNotFound)
+		return d, fmt.Errorf("database %s: %w", id, store.ErrDatastoreNotFound)
 	}
 	if err != nil {
 		return d, fmt.Errorf("get database %s: %w", id, err)
@@ -71,15 +71,15 @@ func (s *Store) GetDatabase(ctx context.Context, jobID, id string) (datastore.Da
 	return d, nil
 }
 
-// ListDatabases implements datastore.Records, oldest first.
-func (s *Store) ListDatabases(ctx context.Context, jobID string) ([]datastore.Database, error) {
+// ListDatabases implements store.DatastoreRecords, oldest first.
+func (s *Store) ListDatabases(ctx context.Context, jobID string) ([]store.DatastoreDatabase, error) {
 	rows, err := s.q.QueryContext(ctx, `SELECT `+databaseColumns+` FROM datastore_databases
 		WHERE job_id = $1 ORDER BY id`, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("list databases: %w", err)
 	}
 	defer rows.Close()
-	out := []datastore.Database{}
+	out := []store.DatastoreDatabase{}
 	for rows.Next() {
 		d, err := scanDatabase(rows)
 		if err != nil {
@@ -90,14 +90,14 @@ func (s *Store) ListDatabases(ctx context.Context, jobID string) ([]datastore.Da
 	return out, rows.Err()
 }
 
-// UpdateDatabaseStatus implements datastore.Records.
+// UpdateDatabaseStatus implements store.DatastoreRecords.
 func (s *Store) UpdateDatabaseStatus(ctx context.Context, jobID, id, status string, now time.Time) error {
 	res, err := s.q.ExecContext(ctx, `UPDATE datastore_databases SET status = $3, updated_at = $4
 		WHERE job_id = $1 AND id = $2`, jobID, id, status, ms(now))
 	return oneRow(res, err, "database", id)
 }
 
-// DeleteDatabase implements datastore.Records.
+// DeleteDatabase implements store.DatastoreRecords.
 func (s *Store) DeleteDatabase(ctx context.Context, jobID, id string) error {
 	res, err := s.q.ExecContext(ctx, `DELETE FROM datastore_databases WHERE job_id = $1 AND id = $2`, jobID, id)
 	return oneRow(res, err, "database", id)
@@ -105,9 +105,9 @@ func (s *Store) DeleteDatabase(ctx context.Context, jobID, id string) error {
 
 const connectionColumns = `id, job_id, database_id, name, endpoint, created_at`
 
-func scanConnection(r scanner) (datastore.Connection, error) {
+func scanConnection(r scanner) (store.DatastoreConnection, error) {
 	var (
-		c       datastore.Connection
+		c       store.DatastoreConnection
 		ep      string
 		created int64
 	)
@@ -121,8 +121,8 @@ func scanConnection(r scanner) (datastore.Connection, error) {
 	return c, nil
 }
 
-// InsertConnection implements datastore.Records.
-func (s *Store) InsertConnection(ctx context.Context, c datastore.Connection) error {
+// InsertConnection implements store.DatastoreRecords.
+func (s *Store) InsertConnection(ctx context.Context, c store.DatastoreConnection) error {
 	ep, err := jsonText(c.Endpoint)
 	if err != nil {
 		return err
@@ -135,12 +135,12 @@ func (s *Store) InsertConnection(ctx context.Context, c datastore.Connection) er
 	return nil
 }
 
-// GetConnection implements datastore.Records.
-func (s *Store) GetConnection(ctx context.Context, jobID, id string) (datastore.Connection, error) {
+// GetConnection implements store.DatastoreRecords.
+func (s *Store) GetConnection(ctx context.Context, jobID, id string) (store.DatastoreConnection, error) {
 	c, err := scanConnection(s.q.QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM datastore_connections
 		WHERE job_id = $1 AND id = $2`, jobID, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, fmt.Errorf("connection %s: %w", id, datastore.ErrNotFound)
+		return c, fmt.Errorf("connection %s: %w", id, store.ErrDatastoreNotFound)
 	}
 	if err != nil {
 		return c, fmt.Errorf("get connection %s: %w", id, err)
@@ -148,15 +148,15 @@ func (s *Store) GetConnection(ctx context.Context, jobID, id string) (datastore.
 	return c, nil
 }
 
-// ListConnections implements datastore.Records.
-func (s *Store) ListConnections(ctx context.Context, jobID, databaseID string) ([]datastore.Connection, error) {
+// ListConnections implements store.DatastoreRecords.
+func (s *Store) ListConnections(ctx context.Context, jobID, databaseID string) ([]store.DatastoreConnection, error) {
 	rows, err := s.q.QueryContext(ctx, `SELECT `+connectionColumns+` FROM datastore_connections
 		WHERE job_id = $1 AND database_id = $2 ORDER BY id`, jobID, databaseID)
 	if err != nil {
 		return nil, fmt.Errorf("list connections: %w", err)
 	}
 	defer rows.Close()
-	out := []datastore.Connection{}
+	out := []store.DatastoreConnection{}
 	for rows.Next() {
 		c, err := scanConnection(rows)
 		if err != nil {
@@ -167,7 +167,7 @@ func (s *Store) ListConnections(ctx context.Context, jobID, databaseID string) (
 	return out, rows.Err()
 }
 
-// DeleteConnection implements datastore.Records.
+// DeleteConnection implements store.DatastoreRecords.
 func (s *Store) DeleteConnection(ctx context.Context, jobID, id string) error {
 	res, err := s.q.ExecContext(ctx, `DELETE FROM datastore_connections WHERE job_id = $1 AND id = $2`, jobID, id)
 	return oneRow(res, err, "connection", id)
@@ -181,7 +181,7 @@ func (s *Store) SecretJob(ctx context.Context, ref string) (string, error) {
 	err := s.q.QueryRowContext(ctx, `SELECT job_id FROM datastore_connections WHERE secret_ref = $1
 		UNION SELECT job_id FROM datastore_databases WHERE secret_ref = $1 LIMIT 1`, ref).Scan(&jobID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("secret reference: %w", datastore.ErrNotFound)
+		return "", fmt.Errorf("secret reference: %w", store.ErrDatastoreNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("find secret reference: %w", err)
@@ -193,7 +193,7 @@ func (s *Store) SecretJob(ctx context.Context, ref string) (string, error) {
 // ones a restarted server must reconcile.
 func (s *Store) UnsettledDatabaseJobs(ctx context.Context) ([]string, error) {
 	rows, err := s.q.QueryContext(ctx, `SELECT DISTINCT job_id FROM datastore_databases
-		WHERE status IN ($1, $2) ORDER BY job_id`, datastore.StatusCreating, datastore.StatusDeleting)
+		WHERE status IN ($1, $2) ORDER BY job_id`, store.DatabaseStatusCreating, store.DatabaseStatusDeleting)
 	if err != nil {
 		return nil, fmt.Errorf("list unsettled databases: %w", err)
 	}
@@ -218,7 +218,7 @@ func oneRow(res sql.Result, err error, what, id string) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%s %s: %w", what, id, datastore.ErrNotFound)
+		return fmt.Errorf("%s %s: %w", what, id, store.ErrDatastoreNotFound)
 	}
 	return nil
 }

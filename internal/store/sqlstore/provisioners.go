@@ -7,17 +7,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/catalog"
-	"github.com/groundworkhq/groundwork/internal/protocol"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
-var _ protocol.ProvisionerStore = (*Store)(nil)
+var _ store.ProvisionerStore = (*Store)(nil)
 
 // InsertProvisioner records p and the pairs it holds in one transaction. A pair already held
 // makes the insert of its row do nothing (ON CONFLICT), which is how a registration racing
 // another one on a different replica learns that it lost: the primary key on (kind, type)
 // settles it, the rows-affected count tells us, and nothing of the loser is kept.
-func (s *Store) InsertProvisioner(ctx context.Context, p protocol.Provisioner) error {
+func (s *Store) InsertProvisioner(ctx context.Context, p store.Provisioner) error {
 	conflict, err := s.insertProvisioner(ctx, p)
 	if err != nil {
 		return fmt.Errorf("insert provisioner %s: %w", p.ID, err)
@@ -27,15 +26,15 @@ func (s *Store) InsertProvisioner(ctx context.Context, p protocol.Provisioner) e
 	}
 	// The transaction is rolled back; read the holder afterwards, so that PostgreSQL (which
 	// aborts a transaction after an error) and SQLite answer alike.
-	ce := &protocol.PairConflictError{Pair: *conflict}
+	ce := &store.PairConflictError{Pair: *conflict}
 	if h, err := s.ProvisionerForPair(ctx, p.OrgID, *conflict); err == nil {
 		ce.HolderID, ce.HolderName = h.ID, h.Name
 	}
 	return ce
 }
 
-func (s *Store) insertProvisioner(ctx context.Context, p protocol.Provisioner) (*catalog.Pair, error) {
-	var conflict *catalog.Pair
+func (s *Store) insertProvisioner(ctx context.Context, p store.Provisioner) (*store.CatalogPair, error) {
+	var conflict *store.CatalogPair
 	err := s.within(ctx, func(q querier) error {
 		if _, err := q.ExecContext(ctx, `INSERT INTO provisioners (id, org_id, name, url, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			p.ID, p.OrgID, p.Name, p.URL, ms(p.CreatedAt)); err != nil {
@@ -82,7 +81,7 @@ func (s *Store) within(ctx context.Context, fn func(q querier) error) error {
 	return tx.Commit()
 }
 
-func (s *Store) ListProvisioners(ctx context.Context, orgID string) ([]protocol.Provisioner, error) {
+func (s *Store) ListProvisioners(ctx context.Context, orgID string) ([]store.Provisioner, error) {
 	out, err := s.queryProvisioners(ctx, `SELECT id, org_id, name, url, created_at FROM provisioners WHERE org_id = $1
 		ORDER BY created_at, id`, orgID)
 	if err != nil {
@@ -91,28 +90,28 @@ func (s *Store) ListProvisioners(ctx context.Context, orgID string) ([]protocol.
 	return out, nil
 }
 
-func (s *Store) GetProvisioner(ctx context.Context, orgID, id string) (protocol.Provisioner, error) {
+func (s *Store) GetProvisioner(ctx context.Context, orgID, id string) (store.Provisioner, error) {
 	out, err := s.queryProvisioners(ctx, `SELECT id, org_id, name, url, created_at FROM provisioners
 		WHERE org_id = $1 AND id = $2`, orgID, id)
 	if err != nil {
-		return protocol.Provisioner{}, fmt.Errorf("get provisioner %s: %w", id, err)
+		return store.Provisioner{}, fmt.Errorf("get provisioner %s: %w", id, err)
 	}
 	if len(out) == 0 {
-		return protocol.Provisioner{}, protocol.ErrProvisionerNotFound
+		return store.Provisioner{}, store.ErrProvisionerNotFound
 	}
 	return out[0], nil
 }
 
-func (s *Store) ProvisionerForPair(ctx context.Context, orgID string, pair catalog.Pair) (protocol.Provisioner, error) {
+func (s *Store) ProvisionerForPair(ctx context.Context, orgID string, pair store.CatalogPair) (store.Provisioner, error) {
 	out, err := s.queryProvisioners(ctx, `SELECT p.id, p.org_id, p.name, p.url, p.created_at FROM provisioners p
 		JOIN provisioner_pairs pp ON pp.provisioner_id = p.id
 		WHERE pp.org_id = $1 AND pp.kind = $2 AND pp.type = $3`,
 		orgID, string(pair.Kind), pair.Type)
 	if err != nil {
-		return protocol.Provisioner{}, fmt.Errorf("holder of %s: %w", pair, err)
+		return store.Provisioner{}, fmt.Errorf("holder of %s: %w", pair, err)
 	}
 	if len(out) == 0 {
-		return protocol.Provisioner{}, protocol.ErrProvisionerNotFound
+		return store.Provisioner{}, store.ErrProvisionerNotFound
 	}
 	return out[0], nil
 }
@@ -126,14 +125,14 @@ func (s *Store) DeleteProvisioner(ctx context.Context, orgID, id string) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return protocol.ErrProvisionerNotFound
+			return store.ErrProvisionerNotFound
 		}
 		if _, err := q.ExecContext(ctx, `DELETE FROM provisioner_pairs WHERE provisioner_id = $1`, id); err != nil {
 			return fmt.Errorf("free the pairs: %w", err)
 		}
 		return nil
 	})
-	if errors.Is(err, protocol.ErrProvisionerNotFound) {
+	if errors.Is(err, store.ErrProvisionerNotFound) {
 		return err
 	}
 	if err != nil {
@@ -144,15 +143,15 @@ func (s *Store) DeleteProvisioner(ctx context.Context, orgID, id string) error {
 
 // queryProvisioners runs a query answering (id, org_id, name, url, created_at) and fills in each
 // provisioner's pairs in the order they were registered.
-func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([]protocol.Provisioner, error) {
+func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([]store.Provisioner, error) {
 	rows, err := s.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
-	var out []protocol.Provisioner
+	var out []store.Provisioner
 	for rows.Next() {
 		var (
-			p       protocol.Provisioner
+			p       store.Provisioner
 			created int64
 		)
 		if err := rows.Scan(&p.ID, &p.OrgID, &p.Name, &p.URL, &created); err != nil {
@@ -177,15 +176,15 @@ func (s *Store) queryProvisioners(ctx context.Context, q string, args ...any) ([
 	return out, nil
 }
 
-func (s *Store) pairsOf(ctx context.Context, id string) ([]catalog.Pair, error) {
+func (s *Store) pairsOf(ctx context.Context, id string) ([]store.CatalogPair, error) {
 	rows, err := s.q.QueryContext(ctx, `SELECT kind, type FROM provisioner_pairs WHERE provisioner_id = $1 ORDER BY position`, id)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	pairs := []catalog.Pair{}
+	pairs := []store.CatalogPair{}
 	for rows.Next() {
-		var p catalog.Pair
+		var p store.CatalogPair
 		if err := rows.Scan(&p.Kind, &p.Type); err != nil {
 			return nil, err
 		}

@@ -71,7 +71,9 @@ type wakeHub struct {
 	subs map[chan struct{}]struct{}
 }
 
-var _ store.Store = (*Store)(nil)
+// Both SQL stores are this one, so each has every ability; the application relies on that
+// (it is wired with a store.Full), and this line makes the compiler hold the store to it.
+var _ store.Full = (*Store)(nil)
 
 // New wraps db. The caller has applied migrations.
 func New(db *sql.DB, d Dialect) *Store {

@@ -195,7 +195,7 @@ func testRoles(t *testing.T, s store.Store) {
 func testAuditedCommits(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := entryAt("org1", "user.create", t0)
-	err := s.Audited(ctx, e, func(tx store.Store) error {
+	err := s.Audited(ctx, e, func(tx store.Tx) error {
 		return tx.CreateUser(ctx, &store.User{OrgID: "org1", Email: "a@example.com", CreatedAt: t0})
 	})
 	if err != nil {
@@ -211,7 +211,7 @@ func testAuditedCommits(t *testing.T, s store.Store) {
 	}
 	// A job created inside Audited still wakes the engine, once the transaction commits.
 	wake := s.Wakeups(ctx)
-	if err := s.Audited(ctx, entryAt("org1", "provisioning-job.create", t0), func(tx store.Store) error {
+	if err := s.Audited(ctx, entryAt("org1", "provisioning-job.create", t0), func(tx store.Tx) error {
 		_, err := tx.CreateJob(ctx, &store.CreateJobParams{Job: newJob("org1", "spc1", job.StatusQueued, t0), Now: t0})
 		return err
 	}); err != nil {
@@ -227,7 +227,7 @@ func testAuditedCommits(t *testing.T, s store.Store) {
 func testAuditedRollsBack(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	boom := errors.New("boom")
-	err := s.Audited(ctx, entryAt("org1", "user.create", t0), func(tx store.Store) error {
+	err := s.Audited(ctx, entryAt("org1", "user.create", t0), func(tx store.Tx) error {
 		if err := tx.CreateUser(ctx, &store.User{OrgID: "org1", Email: "a@example.com", CreatedAt: t0}); err != nil {
 			return err
 		}
@@ -241,7 +241,7 @@ func testAuditedRollsBack(t *testing.T, s store.Store) {
 	}
 	// An entry that cannot be written takes the change down with it.
 	bad := entryAt("org1", "", t0)
-	if err := s.Audited(ctx, bad, func(tx store.Store) error {
+	if err := s.Audited(ctx, bad, func(tx store.Tx) error {
 		return tx.CreateUser(ctx, &store.User{OrgID: "org1", Email: "b@example.com", CreatedAt: t0})
 	}); err == nil {
 		t.Fatal("entry without an action accepted")
@@ -261,11 +261,11 @@ func testAuditFilters(t *testing.T, s store.Store) {
 		if i%2 == 1 {
 			e.Scope, e.Action, e.Actor = audit.ScopeProvisioning, "provisioning-job.create", audit.ActorEngine
 		}
-		if err := s.Audited(ctx, e, func(store.Store) error { return nil }); err != nil {
+		if err := s.Audited(ctx, e, func(store.Tx) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Audited(ctx, entryAt("org2", "space.create", t0), func(store.Store) error { return nil }); err != nil {
+	if err := s.Audited(ctx, entryAt("org2", "space.create", t0), func(store.Tx) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]struct {
@@ -299,7 +299,7 @@ func testAuditFilters(t *testing.T, s store.Store) {
 // The database itself refuses to change or remove an entry, whatever code might try.
 func testAuditImmutable(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	if err := s.Audited(ctx, entryAt("org1", "space.create", t0), func(store.Store) error { return nil }); err != nil {
+	if err := s.Audited(ctx, entryAt("org1", "space.create", t0), func(store.Tx) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	h, ok := s.(interface{ DB() *sql.DB })
