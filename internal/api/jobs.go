@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/jobs"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -37,19 +36,9 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, p *Principal)
 	if pr := decode(r, &req); pr != nil {
 		return pr
 	}
-	j, err := s.NewJob(r.Context(), p, &req)
+	created, err := s.jobs.Create(r.Context(), jobCaller(p), s.jobRequest(&req, false), s.mayCreateIn(p))
 	if err != nil {
-		return err
-	}
-	var created *job.Job
-	err = s.audited(r.Context(), p, entry(audit.ScopeProvisioning, "provisioning-job.create", "provisioning-job", j.ID,
-		map[string]any{"kind": j.Family, "spaceID": j.SpaceID, "mode": j.Mode, "status": j.Status}),
-		func(tx store.Tx) (err error) {
-			created, err = tx.CreateJob(r.Context(), &store.CreateJobParams{Job: j, Now: s.cfg.Now()})
-			return err
-		})
-	if err != nil {
-		return err
+		return refusalProblem(err)
 	}
 	w.Header().Set("Location", "/api/provisioning-jobs/"+created.ID)
 	writeJSON(w, http.StatusCreated, created)
@@ -65,8 +54,22 @@ func (s *Server) NewJob(ctx context.Context, p *Principal, req *createJobRequest
 // newJob is NewJob; planOnly admits a job that is only to be planned (a read-only cloud
 // account is not refused: the plan is answered for one).
 func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest, planOnly bool) (*job.Job, error) {
-	j, err := s.jobs.Admit(ctx, p.OrgID, jobs.Request{SpaceID: req.SpaceID, Kind: req.Kind, Mode: req.Mode, Draft: req.Draft,
-		Name: req.Name, Tags: req.Tags, Config: req.Config, PlanOnly: planOnly}, func(ctx context.Context, space *store.Space) error {
+	j, err := s.jobs.Admit(ctx, p.OrgID, s.jobRequest(req, planOnly), s.mayCreateIn(p))
+	if err != nil {
+		return nil, refusalProblem(err)
+	}
+	return j, nil
+}
+
+func (s *Server) jobRequest(req *createJobRequest, planOnly bool) jobs.Request {
+	return jobs.Request{SpaceID: req.SpaceID, Kind: req.Kind, Mode: req.Mode, Draft: req.Draft,
+		Name: req.Name, Tags: req.Tags, Config: req.Config, PlanOnly: planOnly}
+}
+
+// mayCreateIn decides whether p may create a job in a space (the jobs service asks once it
+// knows the space).
+func (s *Server) mayCreateIn(p *Principal) jobs.Authorize {
+	return func(ctx context.Context, space *store.Space) error {
 		if p.Perms == nil || p.Perms.OrgWide("provisioning:create") {
 			return nil
 		}
@@ -78,11 +81,7 @@ func (s *Server) newJob(ctx context.Context, p *Principal, req *createJobRequest
 			return problem(http.StatusForbidden, "this needs the provisioning:create permission on space "+space.ID)
 		}
 		return nil
-	})
-	if err != nil {
-		return nil, refusalProblem(err)
 	}
-	return j, nil
 }
 
 // refusalProblem renders the jobs service's refusal as a problem; other errors pass.

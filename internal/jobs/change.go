@@ -124,7 +124,7 @@ func (s *Service) patchOnce(ctx context.Context, c Caller, id string, p *Patch) 
 		meta["unconditional"] = true
 	}
 	var out *job.Job
-	err = s.audited(ctx, c, action, j.ID, meta, func(tx store.Store) (err error) {
+	err = s.audited(ctx, c, action, j.ID, meta, func(tx store.Tx) (err error) {
 		out, err = tx.UpdateJob(ctx, up)
 		return err
 	})
@@ -200,7 +200,7 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id string) (*job.Job, er
 	}
 	out := j
 	err = s.audited(ctx, c, "provisioning-job.delete", j.ID, map[string]any{"statusBefore": j.Status},
-		func(tx store.Store) error {
+		func(tx store.Tx) error {
 			o, err := engine.Cancel(ctx, tx, j, s.Now())
 			if err != nil {
 				return err
@@ -229,7 +229,7 @@ func (s *Service) Retry(ctx context.Context, c Caller, id string) (*job.Job, err
 		return nil, err
 	}
 	var out *job.Job
-	err = s.audited(ctx, c, "provisioning-job.retry", j.ID, nil, func(tx store.Store) (err error) {
+	err = s.audited(ctx, c, "provisioning-job.retry", j.ID, nil, func(tx store.Tx) (err error) {
 		out, err = engine.Retry(ctx, tx, j, s.Now())
 		return err
 	})
@@ -248,8 +248,25 @@ func TransitionRefusal(err error) error {
 	return err
 }
 
+// Create admits req for c (see Admit) and stores the job with the audit entry of its
+// creation, in one transaction.
+func (s *Service) Create(ctx context.Context, c Caller, req Request, authorize Authorize) (*job.Job, error) {
+	j, err := s.Admit(ctx, c.OrgID, req, authorize)
+	if err != nil {
+		return nil, err
+	}
+	var created *job.Job
+	err = s.audited(ctx, c, "provisioning-job.create", j.ID,
+		map[string]any{"kind": j.Family, "spaceID": j.SpaceID, "mode": j.Mode, "status": j.Status},
+		func(tx store.Tx) (err error) {
+			created, err = tx.CreateJob(ctx, &store.CreateJobParams{Job: j, Now: s.Now()})
+			return err
+		})
+	return created, err
+}
+
 // audited runs fn in one transaction with the audit entry of c's action on job id.
-func (s *Service) audited(ctx context.Context, c Caller, action, id string, meta any, fn func(tx store.Store) error) error {
+func (s *Service) audited(ctx context.Context, c Caller, action, id string, meta any, fn func(tx store.Tx) error) error {
 	e := audit.New(c.OrgID, audit.ScopeProvisioning, action, c.Actor, "provisioning-job", id, meta)
 	e.CreatedAt = s.Now()
 	return s.Store.Audited(ctx, e, fn)

@@ -311,3 +311,58 @@ func TestCancel(t *testing.T) {
 		})
 	}
 }
+
+// Create stores an admitted job with the audit entry of its creation; a refused one leaves
+// neither.
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	st := world(t)
+	reg, err := pipeline.NewRegistry(&testfamily.Pipeline{N: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &jobs.Service{Store: st, Pipelines: reg, Now: func() time.Time { return t0 }}
+	ann := jobs.Caller{OrgID: "org_a", Actor: "ann"}
+	for _, tc := range []struct {
+		name    string
+		req     jobs.Request
+		refused bool
+	}{
+		{name: "admitted", req: jobs.Request{SpaceID: "spc_a", Kind: "test", Name: "made"}},
+		{name: "read-only account", req: jobs.Request{SpaceID: "spc_ro", Kind: "test", Name: "refused-ro"}, refused: true},
+		{name: "unknown kind", req: jobs.Request{SpaceID: "spc_a", Kind: "nope", Name: "refused-kind"}, refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			j, err := svc.Create(ctx, ann, tc.req, nil)
+			if tc.refused {
+				var rf *jobs.Refusal
+				if !errors.As(err, &rf) || j != nil {
+					t.Fatalf("Create = %v, %v; want a refusal", j, err)
+				}
+				page, err := st.ListJobs(ctx, &store.ListJobsParams{OrgID: "org_a"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, stored := range page.Jobs {
+					if stored.Name == tc.req.Name {
+						t.Fatalf("a refused job was stored: %+v", stored)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := st.GetJob(ctx, &store.GetJobParams{OrgID: "org_a", ID: j.ID})
+			if err != nil || got.Name != "made" || len(got.Steps) != 2 {
+				t.Fatalf("stored job = %+v, %v", got, err)
+			}
+			entries, _, err := st.ListAudit(ctx, &audit.Filter{OrgID: "org_a", ResourceID: j.ID, Actor: "ann"})
+			if err != nil || len(entries) != 1 || entries[0].Action != "provisioning-job.create" {
+				t.Fatalf("audit of the create = %+v, %v; want one provisioning-job.create by ann", entries, err)
+			}
+		})
+	}
+}

@@ -35,7 +35,7 @@ type Store interface {
 	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
 	GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error)
 	// Audited runs fn in one transaction and records e with it if fn succeeds.
-	Audited(ctx context.Context, e *audit.Entry, fn func(tx store.Store) error) error
+	Audited(ctx context.Context, e *audit.Entry, fn func(tx store.Tx) error) error
 }
 
 // Planner answers what a job will do before it runs (internal/plan); the read-only account
