@@ -29,6 +29,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/console"
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
+	gwmetrics "github.com/groundworkhq/groundwork/internal/metrics"
 	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
@@ -221,8 +222,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		jobsByStatus{st})
-	metrics.MustRegister(queueLag{st})
+		gwmetrics.JobsByStatus(st), gwmetrics.QueueLag(st))
 	planner, err := newPlanner(o.PriceBook, mods)
 	if err != nil {
 		return err
@@ -357,48 +357,4 @@ func bootstrapAuth(o Options) ([sha256.Size]byte, error) {
 	}
 	fmt.Fprintf(o.Out, "\nGroundwork bootstrap admin token for %s (shown once, keep it safe):\n\n  %s\n\n", BootstrapEmail, tok)
 	return h, nil
-}
-
-// jobsByStatus reports the ledger's job counts at scrape time.
-type jobsByStatus struct{ st store.Store }
-
-var jobsDesc = prometheus.NewDesc("groundwork_jobs", "Jobs in the ledger by status.", []string{"status"}, nil)
-
-func (c jobsByStatus) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
-
-func (c jobsByStatus) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	counts, err := c.st.CountJobs(ctx)
-	if err != nil {
-		return
-	}
-	for _, s := range job.Statuses {
-		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
-	}
-}
-
-// queueLag reports, at scrape time, how long the longest-waiting due job has waited for a
-// worker: near zero while workers keep up, growing when they do not (all replicas down,
-// draining, or saturated).
-type queueLag struct{ st store.DueQueue }
-
-var queueLagDesc = prometheus.NewDesc("groundwork_queue_lag_seconds",
-	"How long the longest-waiting queued job has been due without a worker taking it (0 when none is).", nil, nil)
-
-func (c queueLag) Describe(ch chan<- *prometheus.Desc) { ch <- queueLagDesc }
-
-func (c queueLag) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	now := time.Now()
-	due, ok, err := c.st.OldestDue(ctx, now)
-	if err != nil {
-		return
-	}
-	lag := 0.0
-	if ok {
-		lag = max(now.Sub(due).Seconds(), 0)
-	}
-	ch <- prometheus.MustNewConstMetric(queueLagDesc, prometheus.GaugeValue, lag)
 }

@@ -88,34 +88,10 @@ func (d *datastoreParts) service() *datastore.Service {
 }
 
 // reconcile finishes, in the background, the databases a crash left "creating" or
-// "deleting". A job whose server is not back yet is tried again with capped backoff until ctx
-// ends.
+// "deleting".
 func (d *datastoreParts) reconcile(ctx context.Context) {
-	if d.records == nil {
-		return
-	}
-	wait := time.Second
-	for {
-		ids, err := d.records.UnsettledDatabaseJobs(ctx)
-		if err == nil && len(ids) == 0 {
-			return
-		}
-		if err != nil {
-			d.log.WarnContext(ctx, "list unsettled databases", "error", err)
-		}
-		for _, id := range ids {
-			if err := d.service().Reconcile(ctx, id); err != nil {
-				d.log.WarnContext(ctx, "reconcile databases", "job", id, "error", err)
-			} else {
-				d.log.InfoContext(ctx, "databases reconciled", "job", id)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 30*time.Second)
+	if d.records != nil {
+		d.service().ReconcileAll(ctx, d.records)
 	}
 }
 

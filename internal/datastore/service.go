@@ -323,6 +323,40 @@ func (s *Service) finishDelete(ctx context.Context, sec jobAccess, ep Endpoint, 
 	return nil
 }
 
+// UnsettledJobs lists the jobs with databases a crash left "creating" or "deleting".
+type UnsettledJobs interface {
+	UnsettledDatabaseJobs(ctx context.Context) ([]string, error)
+}
+
+// ReconcileAll reconciles every job of unsettled until none is left or ctx ends (a server
+// start runs it in the background). A job whose server is not back yet is tried again with
+// capped backoff.
+func (s *Service) ReconcileAll(ctx context.Context, unsettled UnsettledJobs) {
+	wait := time.Second
+	for {
+		ids, err := unsettled.UnsettledDatabaseJobs(ctx)
+		if err == nil && len(ids) == 0 {
+			return
+		}
+		if err != nil {
+			s.log.WarnContext(ctx, "list unsettled databases", "error", err)
+		}
+		for _, id := range ids {
+			if err := s.Reconcile(ctx, id); err != nil {
+				s.log.WarnContext(ctx, "reconcile databases", "job", id, "error", err)
+			} else {
+				s.log.InfoContext(ctx, "databases reconciled", "job", id)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
 // Reconcile finishes the job's databases left "creating" or "deleting" by a crash. Call it
 // at start for every completed datastore job (and it is harmless at any time).
 func (s *Service) Reconcile(ctx context.Context, jobID string) error {

@@ -41,6 +41,21 @@ func (m *memRecords) InsertDatabase(_ context.Context, d ds.Database) (ds.Databa
 	return d, true, nil
 }
 
+// UnsettledDatabaseJobs lists the jobs with a database still creating or deleting.
+func (m *memRecords) UnsettledDatabaseJobs(context.Context) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range m.dbs {
+		if (d.Status == ds.StatusCreating || d.Status == ds.StatusDeleting) && !seen[d.JobID] {
+			seen[d.JobID] = true
+			out = append(out, d.JobID)
+		}
+	}
+	return out, nil
+}
+
 func (m *memRecords) GetDatabase(_ context.Context, jobID, id string) (ds.Database, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -180,8 +195,13 @@ func TestDatabasesAndConnections(t *testing.T) {
 			if _, err := svc.CreateDatabase(ctx, ds.CreateDatabaseParams{JobID: j.ID, Name: "checkout", Owner: "checkout_app"}); err == nil {
 				t.Fatal("want the simulated crash")
 			}
-			if err := svc.Reconcile(ctx, j.ID); err != nil {
-				t.Fatalf("Reconcile: %v", err)
+			// What a server start runs: every unsettled job, until none is left.
+			if ids, _ := recs.UnsettledDatabaseJobs(ctx); len(ids) != 1 {
+				t.Fatalf("unsettled jobs after the crash = %v, want this one", ids)
+			}
+			svc.ReconcileAll(ctx, recs)
+			if ids, _ := recs.UnsettledDatabaseJobs(ctx); len(ids) != 0 {
+				t.Fatalf("unsettled jobs after ReconcileAll = %v", ids)
 			}
 			db, err := svc.CreateDatabase(ctx, ds.CreateDatabaseParams{JobID: j.ID, Name: "checkout", Owner: "checkout_app"})
 			if err != nil {
