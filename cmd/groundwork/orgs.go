@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/groundworkhq/groundwork/internal/app"
+	orgsvc "github.com/groundworkhq/groundwork/internal/orgs"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -112,7 +113,7 @@ func newOrgs(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			n, err := app.CreateOrg(cmd.Context(), st, name, email, ttl, time.Now())
+			n, err := orgsvc.Create(cmd.Context(), st, name, email, ttl, time.Now())
 			if err != nil {
 				return err
 			}

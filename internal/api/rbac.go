@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/mail"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/audit"
 	"github.com/groundworkhq/groundwork/internal/rbac"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request, p *Principal) error {
@@ -205,10 +205,7 @@ type createUserRequest struct {
 }
 
 // ValidEmail is the rule for a user's email everywhere: one plain address, as RFC 5322 parses it.
-func ValidEmail(s string) bool {
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && len(s) <= 254
-}
+func ValidEmail(s string) bool { return validation.Email(s) }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req createUserRequest

@@ -5,6 +5,7 @@ package validation
 
 import (
 	"errors"
+	"net/mail"
 	"strings"
 )
 
@@ -53,4 +54,11 @@ func Fields(err error) ([]FieldError, bool) {
 		return f.FieldErrors(), true
 	}
 	return nil, false
+}
+
+// Email reports whether s is a bare email address (no display name), as users and tokens
+// are keyed by: lower-cased by the caller, at most 254 characters.
+func Email(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s && len(s) <= 254
 }

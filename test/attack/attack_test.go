@@ -19,6 +19,7 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
+	"github.com/groundworkhq/groundwork/internal/orgs"
 	"github.com/groundworkhq/groundwork/internal/provider/local/localtest"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -87,7 +88,7 @@ func newWorld(t *testing.T, o app.Options, database string) *world {
 		t.Fatal(err)
 	}
 	w := &world{srv: srv, dataDir: dir, st: opened, vault: secrets.NewVault(local, ledger), adminA: srv.Token}
-	orgB, err := app.CreateOrg(ctx, opened, "Mallory", "admin@mallory.example.com", 0, time.Now())
+	orgB, err := orgs.Create(ctx, opened, "Mallory", "admin@mallory.example.com", 0, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
