@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +16,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
-	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // DatastoreOptions configure the datastore family. The zero value is what production runs.
@@ -63,11 +61,11 @@ func wireDatastores(o Options, st store.Full, sec *secrets.Vault, mods *provider
 	}
 	d := &datastoreParts{records: st, secrets: sec, outbound: o.Outbound, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
-	d.pipeline = &datastorePipeline{
+	d.pipeline = &dspipe.Admitting{
 		Pipeline: dspipe.New(dspipe.Options{Drivers: drivers, Secrets: sec, Poll: o.Datastores.Poll, Outbound: o.Outbound,
 			Forget: func(ctx context.Context, j *job.Job) error { return d.service().Forget(ctx, j) }}),
-		parts:    d,
-		leaseTTL: o.Datastores.LeaseTTL,
+		Secrets: sec,
+		TTL:     o.Datastores.LeaseTTL,
 	}
 	return d, nil
 }
@@ -93,62 +91,4 @@ func (d *datastoreParts) reconcile(ctx context.Context) {
 	if d.records != nil {
 		d.service().ReconcileAll(ctx, d.records)
 	}
-}
-
-// datastorePipeline is the datastore pipeline as this server runs it: the admin password of an
-// adopt request moved to the secret store before the job is stored.
-type datastorePipeline struct {
-	*dspipe.Pipeline
-	parts    *datastoreParts
-	leaseTTL time.Duration
-}
-
-// LeaseTTL implements pipeline.Pipeline.
-func (p *datastorePipeline) LeaseTTL() time.Duration {
-	if p.leaseTTL > 0 {
-		return p.leaseTTL
-	}
-	return p.Pipeline.LeaseTTL()
-}
-
-// Validate implements pipeline.Pipeline. For an adopt request it also takes adminPassword out
-// of the config into the secret store (dspipe.PrepareAdopt): the API stores the job it
-// validated, so this is the last point before the job store, and the only one that knows the
-// job's ID. The config is checked with a placeholder first, so a refused request stores nothing.
-func (p *datastorePipeline) Validate(ctx context.Context, j *job.Job) error {
-	var m map[string]any
-	if json.Unmarshal(j.Config, &m) == nil && m["adminSecretRef"] != nil {
-		// A reference is never taken from a request: it would let the caller name any secret of
-		// the server (another organisation's credentials) for the job to read, send to a host of
-		// the caller's choosing, and delete on cancel.
-		return validation.New("config.adminSecretRef", "forbidden", "is not accepted; give adminPassword and Groundwork stores it")
-	}
-	if j.Mode == job.ModeAdopt && m["adminPassword"] != nil {
-		if pw, _ := m["adminPassword"].(string); pw == "" {
-			return validation.New("config.adminPassword", datastore.RuleRequired, "is required to adopt a datastore")
-		}
-		delete(m, "adminPassword")
-		m["adminSecretRef"] = "pending:validation"
-		probe, _ := json.Marshal(m)
-		if err := p.Pipeline.Validate(ctx, &job.Job{ID: j.ID, Mode: j.Mode, Provider: j.Provider, Config: probe}); err != nil {
-			return apiFieldErrors(err)
-		}
-		cfg, err := dspipe.PrepareAdopt(ctx, p.parts.secrets.For(datastore.JobSecrets(j)), j.ID, j.Config)
-		if err != nil {
-			return apiFieldErrors(err)
-		}
-		j.Config = cfg
-	}
-	return apiFieldErrors(p.Pipeline.Validate(ctx, j))
-}
-
-// apiFieldErrors returns a pipeline's refusal as a validation error.
-func apiFieldErrors(err error) error {
-	if err == nil {
-		return nil
-	}
-	if f, ok := validation.Fields(err); ok {
-		return validation.Error(f)
-	}
-	return err
 }
