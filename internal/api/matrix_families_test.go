@@ -275,8 +275,8 @@ func (e *accessEnv) clusterSpace(t *testing.T, org string) string {
 	return id
 }
 
-// spaceClusters finds a space's registered cluster for the component pipeline (internal/app
-// has the production one, which this package cannot import).
+// spaceClusters finds a space's registered cluster for the component pipeline
+// (clusterspace.Resolver is the production one; it imports this package, so it cannot be used here).
 type spaceClusters struct{ st store.Store }
 
 func (s spaceClusters) Cluster(ctx context.Context, spaceID string) (kube.SpaceCluster, error) {

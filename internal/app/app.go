@@ -180,7 +180,7 @@ func Run(ctx context.Context, o Options) error {
 	pipes := o.Pipelines
 	var vmOps vmpool.Operator
 	if pipes == nil {
-		cmp.mint.fn = func(ctx context.Context, sp *store.Space, sc kube.SpaceCluster) (string, error) {
+		cmp.mint.Token = func(ctx context.Context, sp *store.Space, sc kube.SpaceCluster) (string, error) {
 			return mods.ClusterToken(ctx, sp.Provider, sp.OrgID, sp.ID, sc.ClusterName)
 		}
 		bootstrap := cmp.bootstrap(func(ctx context.Context, j *job.Job, cl kubernetes.Cluster) (string, error) {
@@ -284,7 +284,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { engDone <- eng.Run(ctx) }()
 	go dsp.reconcile(ctx)
 	go sec.Janitor(ctx, st, sweep, o.SecretSweepEvery, log)
-	go cmp.watch(ctx)
+	go cmp.watcher.Run(ctx)
 	select {
 	case <-ctx.Done():
 	case err := <-httpErr:
