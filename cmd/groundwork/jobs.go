@@ -17,7 +17,7 @@ import (
 
 func newJobs(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "jobs", Short: "Create, follow and manage provisioning jobs"}
-	var file, specSpace string
+	var spec specFlags
 	var watch bool
 	create := &cobra.Command{
 		Use:   "create -f spec.yaml [--space SPACE_ID]",
@@ -27,11 +27,8 @@ func newJobs(g *globals) *cobra.Command {
 			"every space. The name defaults to the config's name.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body, err := readSpec(file)
+			body, err := spec.body(cmd)
 			if err != nil {
-				return err
-			}
-			if err := setSpace(body, specSpace, cmd.Flags().Changed("space")); err != nil {
 				return err
 			}
 			var j job.Job
@@ -47,10 +44,8 @@ func newJobs(g *globals) *cobra.Command {
 			return g.watch(cmd, j.ID)
 		},
 	}
-	create.Flags().StringVarP(&file, "file", "f", "", "spec file (- for standard input)")
-	create.Flags().StringVar(&specSpace, "space", os.Getenv("GROUNDWORK_SPACE"), "space ID; wins over the spec's spaceID (GROUNDWORK_SPACE fills a spec without one)")
+	spec.register(create)
 	create.Flags().BoolVar(&watch, "watch", false, "follow the job's progress until it settles")
-	_ = create.MarkFlagRequired("file")
 
 	var status, kind, space string
 	var limit int
@@ -141,6 +136,24 @@ func (g *globals) printOrWatch(cmd *cobra.Command, j *job.Job) error {
 		return g.watch(cmd, j.ID)
 	}
 	return g.printJob(cmd.OutOrStdout(), j)
+}
+
+// specFlags are -f and --space of the commands that send a job spec (jobs create, plan).
+type specFlags struct{ file, space string }
+
+func (s *specFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&s.file, "file", "f", "", "spec file (- for standard input)")
+	cmd.Flags().StringVar(&s.space, "space", os.Getenv("GROUNDWORK_SPACE"), "space ID; wins over the spec's spaceID (GROUNDWORK_SPACE fills a spec without one)")
+	_ = cmd.MarkFlagRequired("file")
+}
+
+// body reads the spec file and puts the space into it.
+func (s *specFlags) body(cmd *cobra.Command) (any, error) {
+	body, err := readSpec(s.file)
+	if err != nil {
+		return nil, err
+	}
+	return body, setSpace(body, s.space, cmd.Flags().Changed("space"))
 }
 
 // setSpace puts the space into a spec: --space (flag) always, the environment's default only

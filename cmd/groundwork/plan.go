@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -13,7 +12,7 @@ import (
 )
 
 func newPlan(g *globals) *cobra.Command {
-	var file, specSpace string
+	var spec specFlags
 	cmd := &cobra.Command{
 		Use:   "plan -f spec.yaml [--space SPACE_ID]",
 		Short: "Show what a spec would do, creating nothing: steps, resources, cloud operations, IAM policy, monthly cost",
@@ -22,11 +21,8 @@ func newPlan(g *globals) *cobra.Command {
 			"exactly those, and the estimated monthly cost. -o json shows the policy document.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body, err := readSpec(file)
+			body, err := spec.body(cmd)
 			if err != nil {
-				return err
-			}
-			if err := setSpace(body, specSpace, cmd.Flags().Changed("space")); err != nil {
 				return err
 			}
 			var p plan.Plan
@@ -39,9 +35,7 @@ func newPlan(g *globals) *cobra.Command {
 			return printPlan(cmd.OutOrStdout(), &p)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "spec file (- for standard input)")
-	cmd.Flags().StringVar(&specSpace, "space", os.Getenv("GROUNDWORK_SPACE"), "space ID; wins over the spec's spaceID")
-	_ = cmd.MarkFlagRequired("file")
+	spec.register(cmd)
 	return cmd
 }
 
