@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -116,47 +116,66 @@ type jobList struct {
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	q := r.URL.Query()
-	params := &store.ListJobsParams{OrgID: p.OrgID, Status: job.Status(q.Get("status")),
-		Family: job.Family(q.Get("kind")), SpaceID: q.Get("spaceID"), After: q.Get("cursor")}
+	params, err := listQuery(r.URL.Query(), p.OrgID)
+	if err != nil {
+		return err
+	}
+	params.Family = job.Family(r.URL.Query().Get("kind"))
+	// Remediation workflows share the ledger but are listed by /api/remediation-jobs.
+	list, next, err := s.visibleJobs(r.Context(), p, params, "provisioning",
+		func(j *job.Job) bool { return j.Kind != job.KindRemediation })
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, jobList{Data: list, NextCursor: next})
+	return nil
+}
+
+// listQuery reads the filters and page size every job list takes: status, spaceID, cursor
+// and limit.
+func listQuery(q url.Values, orgID string) (*store.ListJobsParams, error) {
+	params := &store.ListJobsParams{OrgID: orgID, Status: job.Status(q.Get("status")), SpaceID: q.Get("spaceID"), After: q.Get("cursor")}
 	if params.Status != "" && !params.Status.Valid() {
-		return badRequest("unknown status", FieldError{Field: "status", Rule: "enum", Message: "not a job status"})
+		return nil, badRequest("unknown status", FieldError{Field: "status", Rule: "enum", Message: "not a job status"})
 	}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 500 {
-			return badRequest("bad limit", FieldError{Field: "limit", Rule: "range", Message: "must be a whole number from 1 to 500"})
+			return nil, badRequest("bad limit", FieldError{Field: "limit", Rule: "range", Message: "must be a whole number from 1 to 500"})
 		}
 		params.Limit = n
 	}
-	page, err := s.cfg.Store.ListJobs(r.Context(), params)
+	return params, nil
+}
+
+// visibleJobs reads one page of params and keeps the jobs that keep accepts and that p may
+// view (scope:view org-wide, on the job's space chain or on the job). The cursor walks the
+// whole org, so a page may hold fewer than the limit.
+func (s *Server) visibleJobs(ctx context.Context, p *Principal, params *store.ListJobsParams, scope string, keep func(*job.Job) bool) ([]*job.Job, string, error) {
+	page, err := s.cfg.Store.ListJobs(ctx, params)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	// Remediation workflows are listed by /api/remediation-jobs; the cursor still walks the
-	// whole ledger, so a page may hold fewer than limit.
-	page.Jobs = slices.DeleteFunc(page.Jobs, func(j *job.Job) bool { return j.Kind == job.KindRemediation })
-	if p.Perms != nil && !p.Perms.OrgWide("provisioning:view") {
-		// A caller who may view only some spaces sees only their jobs; the cursor still walks
-		// the whole org, so a page may hold fewer than limit.
-		sc := newScopes(s.cfg.Store, p.OrgID)
-		visible := []*job.Job{}
-		for _, j := range page.Jobs {
-			chain, err := sc.space(r.Context(), j.SpaceID)
+	perm := scope + ":view"
+	orgWide := p.Perms == nil || p.Perms.OrgWide(perm)
+	sc := newScopes(s.cfg.Store, p.OrgID)
+	out := []*job.Job{}
+	for _, j := range page.Jobs {
+		if !keep(j) {
+			continue
+		}
+		if !orgWide {
+			chain, err := sc.space(ctx, j.SpaceID)
 			if err != nil {
-				return err
+				return nil, "", err
 			}
-			if p.Can("provisioning:view", append(chain, "provisioning:"+j.ID)...) {
-				visible = append(visible, j)
+			if !p.Can(perm, append(chain, scope+":"+j.ID)...) {
+				continue
 			}
 		}
-		page.Jobs = visible
+		out = append(out, j)
 	}
-	if page.Jobs == nil {
-		page.Jobs = []*job.Job{}
-	}
-	writeJSON(w, http.StatusOK, jobList{Data: page.Jobs, NextCursor: page.Next})
-	return nil
+	return out, page.Next, nil
 }
 
 func (s *Server) loadJob(ctx context.Context, p *Principal, id string) (*job.Job, error) {

@@ -155,35 +155,17 @@ func (s *Server) createRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 }
 
 func (s *Server) listRemediations(w http.ResponseWriter, r *http.Request, p *Principal) error {
-	q := r.URL.Query()
-	params := &store.ListJobsParams{OrgID: p.OrgID, Status: job.Status(q.Get("status")), Family: remediation.Family,
-		SpaceID: q.Get("spaceID"), After: q.Get("cursor")}
-	if params.Status != "" && !params.Status.Valid() {
-		return badRequest("unknown status", FieldError{Field: "status", Rule: "enum", Message: "not a job status"})
-	}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 500 {
-			return badRequest("bad limit", FieldError{Field: "limit", Rule: "range", Message: "must be a whole number from 1 to 500"})
-		}
-		params.Limit = n
-	}
-	page, err := s.cfg.Store.ListJobs(r.Context(), params)
+	params, err := listQuery(r.URL.Query(), p.OrgID)
 	if err != nil {
 		return err
 	}
-	out := remediationList{Data: []RemediationJob{}, NextCursor: page.Next}
-	sc := newScopes(s.cfg.Store, p.OrgID)
-	for _, j := range page.Jobs {
-		if p.Perms != nil && !p.Perms.OrgWide("remediation:view") {
-			chain, err := sc.space(r.Context(), j.SpaceID)
-			if err != nil {
-				return err
-			}
-			if !p.Can("remediation:view", append(chain, "remediation:"+j.ID)...) {
-				continue
-			}
-		}
+	params.Family = remediation.Family
+	list, next, err := s.visibleJobs(r.Context(), p, params, "remediation", func(*job.Job) bool { return true })
+	if err != nil {
+		return err
+	}
+	out := remediationList{Data: []RemediationJob{}, NextCursor: next}
+	for _, j := range list {
 		out.Data = append(out.Data, remediationView(j))
 	}
 	writeJSON(w, http.StatusOK, out)
