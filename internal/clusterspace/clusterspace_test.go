@@ -1,7 +1,6 @@
 package clusterspace
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/testenv/logbuf"
 )
 
 // fakeStore holds spaces by ID and records status writes the way the SQL stores do: a write
@@ -200,24 +200,6 @@ func TestResolverCluster(t *testing.T) {
 	}
 }
 
-// logBuffer collects log output from concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
-
 // refusedEndpoint is the URL of a port nothing listens on any more.
 func refusedEndpoint(t *testing.T) string {
 	t.Helper()
@@ -265,7 +247,7 @@ func TestWatcherStatus(t *testing.T) {
 			sp := clusterSpace(t, "spc_1", cluster.SpaceCluster{Endpoint: tc.endpoint, Auth: kube.AuthCloudToken, ClusterName: "c1"})
 			sp.Status = tc.from
 			st := newFakeStore(sp)
-			logs := &logBuffer{}
+			logs := &logbuf.Buffer{}
 			w := Watcher{Spaces: st, Secrets: &fakeSecrets{}, Mint: tc.mint, Log: slog.New(slog.NewTextHandler(logs, nil))}
 			// The second round finds the status already current: nothing more is written or logged.
 			for range 2 {
@@ -275,8 +257,8 @@ func TestWatcherStatus(t *testing.T) {
 			if status != tc.want || writes != tc.changes {
 				t.Errorf("after two checks: status %q with %d writes, want %q with %d", status, writes, tc.want, tc.changes)
 			}
-			if n := logs.count("space status changed"); n != tc.changes {
-				t.Errorf("logged %d status changes, want %d:\n%s", n, tc.changes, logs.b.String())
+			if n := strings.Count(logs.String(), "space status changed"); n != tc.changes {
+				t.Errorf("logged %d status changes, want %d:\n%s", n, tc.changes, logs)
 			}
 		})
 	}
