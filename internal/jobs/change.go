@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -137,25 +138,12 @@ func (s *Service) planVMOp(j *job.Job, op string, up *store.UpdateJobParams) err
 		fields, _ := validation.Fields(err)
 		return &Refusal{Reason: Invalid, Detail: "unknown vmOp", Fields: fields}
 	}
-	if j.Family != job.FamilyVMPool {
-		return &Refusal{Reason: Invalid, Detail: "vmOp applies to vm_pool jobs",
-			Fields: []validation.FieldError{{Field: "vmOp", Rule: "kind", Message: "this job is " + string(j.Family)}}}
-	}
-	if j.Status != job.StatusCompleted {
-		return &Refusal{Reason: Conflict, Detail: "vmOp needs a completed job; this one is " + string(j.Status)}
-	}
-	if s.VMOps == nil {
-		return &Refusal{Reason: Invalid, Detail: "this server's vm_pool pipeline has no VM operations",
-			Fields: []validation.FieldError{{Field: "vmOp", Rule: "supported", Message: "not supported"}}}
+	if err := s.vmPoolChange(j, vmChange{field: "vmOp", kind: "vmOp applies to vm_pool jobs",
+		status: "vmOp needs a completed job", unsupported: "this server's vm_pool pipeline has no VM operations"}); err != nil {
+		return err
 	}
 	config, steps, err := s.VMOps.PlanVMOp(j, op)
-	if err != nil {
-		return ConfigRefusal(err)
-	}
-	queued := job.StatusQueued
-	now := s.Now()
-	up.Config, up.Steps, up.Status, up.NextRunAt = config, steps, &queued, &now
-	return nil
+	return s.reopen(up, config, steps, err)
 }
 
 // planResize lays an in-place resize out on up; it is a request of its own, never with a vmOp.
@@ -164,18 +152,36 @@ func (s *Service) planResize(j *job.Job, min, max, desired *int32, up *store.Upd
 		return &Refusal{Reason: Invalid, Detail: "resize and vmOp are separate requests",
 			Fields: []validation.FieldError{{Field: "vmOp", Rule: "exclusive", Message: "send vmOp or min/max/desired, not both"}}}
 	}
-	if j.Family != job.FamilyVMPool {
-		return &Refusal{Reason: Invalid, Detail: "min/max/desired resize vm_pool jobs",
-			Fields: []validation.FieldError{{Field: "min", Rule: "kind", Message: "this job is " + string(j.Family)}}}
-	}
-	if j.Status != job.StatusCompleted {
-		return &Refusal{Reason: Conflict, Detail: "a resize needs a completed job; this one is " + string(j.Status)}
-	}
-	if s.VMOps == nil {
-		return &Refusal{Reason: Invalid, Detail: "this server's vm_pool pipeline does not resize",
-			Fields: []validation.FieldError{{Field: "min", Rule: "supported", Message: "not supported"}}}
+	if err := s.vmPoolChange(j, vmChange{field: "min", kind: "min/max/desired resize vm_pool jobs",
+		status: "a resize needs a completed job", unsupported: "this server's vm_pool pipeline does not resize"}); err != nil {
+		return err
 	}
 	config, steps, err := s.VMOps.PlanResize(j, min, max, desired)
+	return s.reopen(up, config, steps, err)
+}
+
+// vmChange names, for the refusals of one kind of change to a live VM pool, the field they
+// point at and what each says.
+type vmChange struct{ field, kind, status, unsupported string }
+
+// vmPoolChange refuses a change c to j unless j is a completed vm_pool job and this server's
+// pipeline plans VM changes.
+func (s *Service) vmPoolChange(j *job.Job, c vmChange) error {
+	switch {
+	case j.Family != job.FamilyVMPool:
+		return &Refusal{Reason: Invalid, Detail: c.kind,
+			Fields: []validation.FieldError{{Field: c.field, Rule: "kind", Message: "this job is " + string(j.Family)}}}
+	case j.Status != job.StatusCompleted:
+		return &Refusal{Reason: Conflict, Detail: c.status + "; this one is " + string(j.Status)}
+	case s.VMOps == nil:
+		return &Refusal{Reason: Invalid, Detail: c.unsupported,
+			Fields: []validation.FieldError{{Field: c.field, Rule: "supported", Message: "not supported"}}}
+	}
+	return nil
+}
+
+// reopen lays a planned VM change out on up: the new config and step records, queued now.
+func (s *Service) reopen(up *store.UpdateJobParams, config json.RawMessage, steps []job.StepRecord, err error) error {
 	if err != nil {
 		return ConfigRefusal(err)
 	}
