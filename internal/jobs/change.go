@@ -220,10 +220,8 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id string) (*job.Job, er
 	if err != nil && !errors.Is(err, errNoChange) {
 		return nil, TransitionRefusal(err)
 	}
-	if out.Status == job.StatusCancelled && !out.AnyStepCompleted() && s.Secrets != nil {
-		if err := s.Secrets.Forget(ctx, secrets.JobOwner(out.OrgID, out.ID)); err != nil {
-			s.log().Warn("a cancelled job's secrets were not deleted", "job", out.ID, "error", err)
-		}
+	if out.Status == job.StatusCancelled && !out.AnyStepCompleted() {
+		s.forget(ctx, out, "cancelled before any step ran")
 	}
 	return out, nil
 }
@@ -268,7 +266,22 @@ func (s *Service) Create(ctx context.Context, c Caller, req Request, authorize A
 			created, err = tx.CreateJob(ctx, &store.CreateJobParams{Job: j, Now: s.Now()})
 			return err
 		})
-	return created, err
+	if err != nil {
+		s.forget(ctx, j, "not stored")
+		return nil, err
+	}
+	return created, nil
+}
+
+// forget deletes the secrets kept for j (an adopted server's password, secret component
+// values) when no undo will: the job was never stored, or no step of it ran.
+func (s *Service) forget(ctx context.Context, j *job.Job, why string) {
+	if s.Secrets == nil {
+		return
+	}
+	if err := s.Secrets.Forget(ctx, secrets.JobOwner(j.OrgID, j.ID)); err != nil {
+		s.log().Warn("a job's secrets were not deleted", "job", j.ID, "why", why, "error", err)
+	}
 }
 
 // audited runs fn in one transaction with the audit entry of c's action on job id.

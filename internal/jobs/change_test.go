@@ -15,6 +15,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
 	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/validation"
 )
@@ -364,5 +365,80 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("audit of the create = %+v, %v; want one provisioning-job.create by ann", entries, err)
 			}
 		})
+	}
+}
+
+// storingPipeline keeps a secret for the job while validating it, as the datastore pipeline
+// does with an adopted server's password, and remembers for which jobs.
+type storingPipeline struct {
+	*testfamily.Pipeline
+	vault *secrets.Vault
+	mu    sync.Mutex
+	jobs  []*job.Job
+}
+
+func (p *storingPipeline) Validate(ctx context.Context, j *job.Job) error {
+	p.mu.Lock()
+	p.jobs = append(p.jobs, j)
+	p.mu.Unlock()
+	_, err := p.vault.For(secrets.JobOwner(j.OrgID, j.ID)).Put(ctx, "admin-password-"+j.ID, "s3cret")
+	return err
+}
+
+// What validation keeps for a job stays only with a stored job: a plan, or a create refused
+// after validation, leaves no secret behind.
+func TestSecretsOfJobsNotStoredAreForgotten(t *testing.T) {
+	t.Parallel()
+	st := world(t)
+	local, err := secrets.OpenLocal(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger := secretstest.NewLedger()
+	vault := secrets.NewVault(local, ledger)
+	pl := &storingPipeline{Pipeline: &testfamily.Pipeline{N: 2}, vault: vault}
+	reg, err := pipeline.NewRegistry(pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &jobs.Service{Store: st, Pipelines: reg, Secrets: vault, Now: func() time.Time { return t0 }}
+	ann := jobs.Caller{OrgID: "org_a", Actor: "ann"}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		kept int
+	}{
+		{"a plan", func() error {
+			_, err := svc.Admit(t.Context(), "org_a", jobs.Request{SpaceID: "spc_ro", Kind: "test", PlanOnly: true}, nil)
+			return err
+		}, 0},
+		{"a create refused on a read-only account", func() error {
+			if _, err := svc.Create(t.Context(), ann, jobs.Request{SpaceID: "spc_ro", Kind: "test"}, nil); err == nil {
+				return errors.New("admitted")
+			}
+			return nil
+		}, 0},
+		{"a stored job", func() error {
+			_, err := svc.Create(t.Context(), ann, jobs.Request{SpaceID: "spc_a", Kind: "test"}, nil)
+			return err
+		}, 1},
+	} {
+		pl.mu.Lock()
+		pl.jobs = nil
+		pl.mu.Unlock()
+		if err := tc.run(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		pl.mu.Lock()
+		validated := pl.jobs
+		pl.mu.Unlock()
+		if len(validated) != 1 {
+			t.Fatalf("%s: validated %d jobs, want 1", tc.name, len(validated))
+		}
+		j := validated[0]
+		refs, err := ledger.SecretsOwnedBy(t.Context(), secrets.JobOwner(j.OrgID, j.ID))
+		if err != nil || len(refs) != tc.kept {
+			t.Errorf("%s: %d secrets kept (%v), want %d", tc.name, len(refs), err, tc.kept)
+		}
 	}
 }

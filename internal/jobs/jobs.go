@@ -234,10 +234,15 @@ func (s *Service) Admit(ctx context.Context, orgID string, req Request, authoriz
 		return nil, ConfigRefusal(err)
 	}
 	j.Steps = pipeline.NewStepRecords(pl.Steps(j))
-	if !req.PlanOnly {
-		if err := s.checkAccount(ctx, j, space); err != nil {
-			return nil, err
-		}
+	if req.PlanOnly {
+		// A plan stores nothing: what validation kept for the job in the secret store goes
+		// (the plan reads no secret).
+		s.forget(ctx, j, "planned only")
+		return j, nil
+	}
+	if err := s.checkAccount(ctx, j, space); err != nil {
+		s.forget(ctx, j, "refused")
+		return nil, err
 	}
 	return j, nil
 }
