@@ -1,0 +1,4 @@
+package azurefake
+
+// registryServers are filled by the registry family's work.
+func (c *Cloud) registryServers() []route { return nil }

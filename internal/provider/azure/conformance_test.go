@@ -1,0 +1,39 @@
+package azure
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline/network"
+	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
+)
+
+// missingVNet is a well-formed virtual network id the fake subscription does not hold.
+const missingVNet = "/subscriptions/" + azurefake.Subscription + "/resourceGroups/elsewhere/providers/Microsoft.Network/virtualNetworks/nope"
+
+// The Azure module's drivers pass the conformance suite every cloud's drivers do, on the
+// arm* modules' fake servers.
+func TestDriverConformance(t *testing.T) {
+	t.Parallel()
+	opts := drivertest.Options{Timeout: time.Minute, Poll: time.Millisecond}
+	t.Run("network", func(t *testing.T) {
+		t.Parallel()
+		drivertest.Network(t, drivertest.Harness[network.Driver, network.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (network.Driver, drivertest.Observer) {
+				c, cloud := testClient(t)
+				return NetworkDriver{C: c}, observe(cloud)
+			},
+			Config: network.Config{CIDR: "10.40.0.0/16"},
+			Refusal: drivertest.Refusal[network.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d network.Driver, j *job.Job) error {
+					_, err := d.EnsureNetwork(ctx, j, network.Config{VPCID: missingVNet})
+					return err
+				}},
+			Options: opts,
+		})
+	})
+}

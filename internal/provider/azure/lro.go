@@ -1,0 +1,146 @@
+package azure
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+)
+
+// Ops are a step's long-running operations in flight: the SDK's resume token per resource
+// and verb ("create vnet", "delete nat"). A driver returns them in its result so that the
+// engine records them with the step; the next call reads them back from the job and polls
+// the same operation instead of starting another, in this process or a restarted one.
+type Ops map[string]string
+
+// opsOf reads the operations recorded under infra key (a driver result with Data.ops).
+func opsOf(j *job.Job, key string) Ops {
+	var infra map[string]struct {
+		Data struct {
+			Ops Ops `json:"ops"`
+		} `json:"data"`
+	}
+	ops := Ops{}
+	if len(j.Infra) == 0 || json.Unmarshal(j.Infra, &infra) != nil {
+		return ops
+	}
+	for k, v := range infra[key].Data.Ops {
+		ops[k] = v
+	}
+	return ops
+}
+
+// State is what a GET says of a resource: whether it is there and its provisioningState.
+type State struct {
+	Found bool
+	// Provisioning is properties.provisioningState ("Succeeded", "Creating", "Failed").
+	Provisioning string
+}
+
+func (s State) settled() bool {
+	switch strings.ToLower(s.Provisioning) {
+	case "", "succeeded":
+		return true
+	}
+	return false
+}
+
+func (s State) failed() bool {
+	switch strings.ToLower(s.Provisioning) {
+	case "failed", "canceled":
+		return true
+	}
+	return false
+}
+
+// Begin starts (resume == "") or resumes an operation as the SDK's poller.
+type Begin[T any] func(ctx context.Context, resume string) (*runtime.Poller[T], error)
+
+// converge moves one resource towards existing, one call at a time: it polls the operation
+// recorded in ops under key if there is one, else reads the resource and starts a PUT when
+// it is missing (or failed). It reports whether the resource is there and settled. want,
+// when set, says whether an existing resource already matches the request; a PUT is sent
+// again when it does not (Azure's PUT is the update).
+func converge[T any](ctx context.Context, c *Client, ops Ops, key string, get func(ctx context.Context) (State, error), want func() bool, begin Begin[T]) (bool, error) {
+	if tok := ops[key]; tok != "" {
+		return poll(ctx, c, ops, key, tok, begin)
+	}
+	st, err := get(ctx)
+	if err != nil {
+		return false, c.Classify(err)
+	}
+	if st.Found && !st.settled() && !st.failed() {
+		// An operation this job started and lost the token of (a crash before the
+		// checkpoint), or one Azure runs by itself: watch it rather than race it.
+		return false, nil
+	}
+	if st.Found && st.settled() && (want == nil || want()) {
+		return true, nil
+	}
+	p, err := begin(ctx, "")
+	if err != nil {
+		return false, c.Classify(err)
+	}
+	return settle(ctx, c, ops, key, p)
+}
+
+// remove deletes one resource, one call at a time; it reports whether it is gone.
+func remove[T any](ctx context.Context, c *Client, ops Ops, key string, get func(ctx context.Context) (State, error), begin Begin[T]) (bool, error) {
+	if tok := ops[key]; tok != "" {
+		return poll(ctx, c, ops, key, tok, begin)
+	}
+	st, err := get(ctx)
+	if err != nil {
+		return false, c.Classify(err)
+	}
+	if !st.Found {
+		return true, nil
+	}
+	if strings.EqualFold(st.Provisioning, "deleting") {
+		return false, nil
+	}
+	p, err := begin(ctx, "")
+	if err != nil {
+		if notFound(err) {
+			return true, nil
+		}
+		return false, c.Classify(err)
+	}
+	return settle(ctx, c, ops, key, p)
+}
+
+func poll[T any](ctx context.Context, c *Client, ops Ops, key, tok string, begin Begin[T]) (bool, error) {
+	p, err := begin(ctx, tok)
+	if err != nil {
+		delete(ops, key) // a token this SDK cannot read: start over from a GET next time
+		return false, c.Classify(err)
+	}
+	if _, err := p.Poll(ctx); err != nil {
+		if notFound(err) {
+			delete(ops, key)
+			return false, nil
+		}
+		return false, c.Classify(err)
+	}
+	return settle(ctx, c, ops, key, p)
+}
+
+// settle records a running operation's token, or finishes a done one.
+func settle[T any](ctx context.Context, c *Client, ops Ops, key string, p *runtime.Poller[T]) (bool, error) {
+	if !p.Done() {
+		tok, err := p.ResumeToken()
+		if err != nil {
+			return false, c.Classify(err)
+		}
+		ops[key] = tok
+		return false, nil
+	}
+	delete(ops, key)
+	if _, err := p.Result(ctx); err != nil {
+		return false, c.Classify(err)
+	}
+	return true, nil
+}

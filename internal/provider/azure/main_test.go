@@ -1,0 +1,43 @@
+package azure
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
+)
+
+// testClient opens a client on a fresh fake subscription, with its own resource group.
+func testClient(t *testing.T) (*Client, *azurefake.Cloud) {
+	t.Helper()
+	cloud := azurefake.New(t)
+	return clientOn(t, cloud, "rg-"+strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()))), cloud
+}
+
+// clientOn opens a client on cloud, as a restarted server opens one on the same account.
+func clientOn(t *testing.T, cloud *azurefake.Cloud, group string) *Client {
+	t.Helper()
+	c, err := Open(Account{AuthMethod: AuthNone, SubscriptionID: azurefake.Subscription, Location: "westeurope",
+		ResourceGroup: group, Endpoint: cloud.URL, Transport: azurefake.Transport(cloud.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// observe lists what the fake subscription holds, resource groups left out: they are the
+// space's, not a job's.
+func observe(cloud *azurefake.Cloud) drivertest.Observer {
+	return func(_ context.Context) ([]drivertest.Resource, error) {
+		var out []drivertest.Resource
+		for _, r := range cloud.Resources() {
+			if strings.EqualFold(r.Type, "Microsoft.Resources/resourceGroups") {
+				continue
+			}
+			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: r.Tags[TagJob]})
+		}
+		return out, nil
+	}
+}

@@ -1,0 +1,192 @@
+package azure
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/netguard"
+	"github.com/groundworkhq/groundwork/internal/provider"
+	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+// Name is the provider name of Azure spaces and jobs.
+const Name = "azure"
+
+// Records is what the module reads of the server's store (store.Store has it).
+type Records interface {
+	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
+	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
+}
+
+// Vault reads a cloud account's credentials as the account (*secrets.Vault has it).
+type Vault interface {
+	For(owner secrets.Owner) secrets.SecretStore
+}
+
+// ModuleOptions configure the Azure module.
+type ModuleOptions struct {
+	Records Records
+	// Vault holds cloud accounts' credentials by reference.
+	Vault Vault
+	// Outbound is the address policy an account's user-given endpoint is dialled through.
+	Outbound *netguard.Policy
+	// Transport, if set, carries every request instead of the network (tests reach the
+	// azurefake cloud through it).
+	Transport policy.Transporter
+}
+
+// Module is Azure as a cloud module: it resolves a job to a Client opened with its space's
+// cloud account, kept per account, location, resource group and credential value.
+type Module struct {
+	o ModuleOptions
+
+	mu   sync.Mutex
+	open map[string]*Client
+}
+
+var (
+	_ provider.Module          = (*Module)(nil)
+	_ provider.NetworkDrivers  = (*Module)(nil)
+	_ provider.ErrorClassifier = (*Module)(nil)
+)
+
+// NewModule returns the module.
+func NewModule(o ModuleOptions) *Module {
+	if o.Outbound == nil {
+		o.Outbound = netguard.New(nil)
+	}
+	return &Module{o: o, open: map[string]*Client{}}
+}
+
+// Name implements provider.Module.
+func (m *Module) Name() string { return Name }
+
+// Title implements provider.Module.
+func (m *Module) Title() string { return "Azure" }
+
+// Classify implements provider.ErrorClassifier for errors that reach the engine unclassified.
+func (m *Module) Classify(err error) error { return (&Client{}).Classify(err) }
+
+// accountCredentials is the JSON an Azure account's credentials secret holds.
+type accountCredentials struct {
+	TenantID       string `json:"tenantId"`
+	ClientID       string `json:"clientId"`
+	ClientSecret   string `json:"clientSecret"`
+	SubscriptionID string `json:"subscriptionId"`
+}
+
+// accountConfig is what an Azure account's public config (and a space's config) may say.
+type accountConfig struct {
+	SubscriptionID string `json:"subscriptionId"`
+	TenantID       string `json:"tenantId"`
+	ClientID       string `json:"clientId"`
+	// Endpoint replaces Azure Resource Manager's endpoint.
+	Endpoint string `json:"endpoint"`
+	// ExistingResourceGroup names a resource group that exists and that Groundwork uses
+	// for the space's resources but never deletes.
+	ExistingResourceGroup string `json:"existingResourceGroup"`
+	// TokenFile is workload identity's federated token file.
+	TokenFile string `json:"tokenFile"`
+}
+
+// Client opens (or reuses) the Azure client of j's space.
+func (m *Module) Client(ctx context.Context, j *job.Job) (*Client, error) {
+	if j.Provider != Name {
+		return nil, fault.UserAction(fmt.Errorf("job %s is on provider %q", j.ID, j.Provider), "WrongProvider",
+			string(j.Family)+" jobs of this module run on Azure spaces only.", "")
+	}
+	return m.ClientFor(ctx, j.OrgID, j.SpaceID)
+}
+
+// ClientFor opens (or reuses) the Azure client of a space.
+func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client, error) {
+	sp, err := m.o.Records.GetSpace(ctx, orgID, spaceID)
+	if err != nil {
+		return nil, lookupErr("space "+spaceID, err)
+	}
+	if sp.CloudAccountID == "" {
+		return nil, fault.UserAction(fmt.Errorf("space %s names no cloud account", sp.ID), "NoCloudAccount",
+			"Give the space a cloudAccountID of an Azure cloud account.", "")
+	}
+	acc, err := m.o.Records.GetCloudAccount(ctx, orgID, sp.CloudAccountID)
+	if err != nil {
+		return nil, lookupErr("cloud account "+sp.CloudAccountID, err)
+	}
+	var cfg, spaceCfg accountConfig
+	if len(acc.Config) > 0 {
+		_ = json.Unmarshal(acc.Config, &cfg) // unknown shapes mean "no overrides"
+	}
+	if len(sp.Config) > 0 {
+		_ = json.Unmarshal(sp.Config, &spaceCfg)
+	}
+	a := Account{AuthMethod: AuthMethod(acc.AuthMethod), SubscriptionID: cfg.SubscriptionID, TenantID: cfg.TenantID,
+		ClientID: cfg.ClientID, Endpoint: cfg.Endpoint, TokenFile: cfg.TokenFile, Location: sp.Region,
+		ResourceGroup: GroupName(sp.ID), Outbound: m.o.Outbound, Transport: m.o.Transport}
+	if a.Location == "" {
+		a.Location = acc.Region
+	}
+	if rg := firstOf(spaceCfg.ExistingResourceGroup, cfg.ExistingResourceGroup); rg != "" {
+		a.ResourceGroup, a.ExistingResourceGroup = rg, true
+	}
+	secretValue := ""
+	if acc.CredentialsRef != "" {
+		if m.o.Vault == nil {
+			return nil, fault.System(errors.New("cloud account credentials by reference, but this server has no secret store"))
+		}
+		v, err := m.o.Vault.For(secrets.Owner{OrgID: acc.OrgID, Kind: secrets.OwnerAccount, ID: acc.ID}).Get(ctx, acc.CredentialsRef)
+		if errors.Is(err, secrets.ErrNotFound) {
+			return nil, fault.UserAction(fmt.Errorf("credentials of %s: %w", acc.ID, err), "CredentialsMissing",
+				"The cloud account's credentials secret is gone; update the account's credentials.", "")
+		}
+		if err != nil {
+			return nil, fault.Transient(fmt.Errorf("read credentials of %s: %w", acc.ID, err))
+		}
+		var c accountCredentials
+		if err := json.Unmarshal([]byte(v), &c); err != nil {
+			return nil, fault.UserAction(fmt.Errorf("credentials of %s are not a JSON object", acc.ID), "CredentialsInvalid",
+				"Store the account's credentials as tenantId, clientId and clientSecret (and subscriptionId).", "")
+		}
+		secretValue = v
+		a.TenantID, a.ClientID, a.ClientSecret = firstOf(c.TenantID, a.TenantID), firstOf(c.ClientID, a.ClientID), c.ClientSecret
+		a.SubscriptionID = firstOf(c.SubscriptionID, a.SubscriptionID)
+	}
+	sum := sha256.Sum256([]byte(secretValue))
+	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s", acc.ID, a.Location, a.ResourceGroup, a.AuthMethod, a.Endpoint, hex.EncodeToString(sum[:]))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.open[key]; ok {
+		return c, nil
+	}
+	c, err := Open(a)
+	if err != nil {
+		return nil, err
+	}
+	m.open[key] = c
+	return c, nil
+}
+
+func lookupErr(what string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fault.UserAction(fmt.Errorf("%s: %w", what, err), "NotFound", "The "+what+" no longer exists.", "")
+	}
+	return fault.Transient(fmt.Errorf("%s: %w", what, err))
+}
+
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
