@@ -102,7 +102,7 @@ func newAccounts(g *globals) *cobra.Command {
 	create.Flags().StringVar(&req.Name, "name", "", "account name")
 	create.Flags().StringVar(&req.Provider, "provider", "", "aws, gcp, azure or local")
 	create.Flags().StringVar(&req.Region, "region", "", "default region")
-	create.Flags().StringVar(&req.AuthMethod, "auth-method", "", "aws: static_keys|assume_role|temporary_credentials; gcp: service_account|oauth; azure: service_principal|workload_identity_federation; local: local (default: the SDK's default chain)")
+	create.Flags().StringVar(&req.AuthMethod, "auth-method", "", "aws: static_keys|assume_role|temporary_credentials; gcp: service_account|oauth; azure: service_principal|workload_identity_federation|none (test targets, with config.endpoint); local: local (default: the SDK's default chain)")
 	create.Flags().StringVar(&req.CredentialsRef, "credentials-ref", "", "secret reference holding the credentials")
 	create.Flags().StringVar(&req.PermissionLevel, "permission-level", "", "read_only or read_write (default)")
 	create.Flags().StringToStringVar(&req.Credentials, "credential", nil,

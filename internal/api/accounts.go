@@ -45,7 +45,10 @@ var authMethods = map[string]map[string]authMethod{
 	"azure": {
 		"service_principal":            {required: []string{"tenantId", "clientId", "clientSecret"}, public: []string{"tenantId", "clientId", "subscriptionId"}},
 		"workload_identity_federation": {required: []string{"tenantId", "clientId"}, public: []string{"tenantId", "clientId", "subscriptionId"}},
-		"default":                      {},
+		"default":                      {public: []string{"subscriptionId"}},
+		// none sends no credential: only for an Azure-compatible test target named by
+		// config.endpoint (validateAccount refuses it without one).
+		"none": {public: []string{"subscriptionId"}},
 	},
 	"local": {"local": {}, "default": {}},
 }
@@ -180,15 +183,21 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 			cfg[k] = v
 		}
 	}
+	if req.AuthMethod == "none" {
+		if ep, _ := cfg["endpoint"].(string); ep == "" {
+			fields = append(fields, FieldError{Field: "config.endpoint", Rule: "required",
+				Message: "is required with authMethod none, which is only for test targets"})
+		}
+	}
 	out, _ := json.Marshal(cfg)
 	return out, fields
 }
 
-// checkEndpoint refuses, early, an AWS account endpoint the outbound policy would refuse: a
+// checkEndpoint refuses, early, an AWS or Azure account endpoint the outbound policy would refuse: a
 // literal address, or a name resolving to one. It is a courtesy: every connection to the
 // endpoint is checked again when it is dialled (a name may resolve elsewhere later).
 func (s *Server) checkEndpoint(ctx context.Context, provider string, cfg json.RawMessage) []FieldError {
-	if provider != "aws" {
+	if provider != "aws" && provider != "azure" {
 		return nil
 	}
 	var c struct {

@@ -79,6 +79,8 @@ type Options struct {
 	Components ComponentOptions
 	// AWS configures the AWS families (vm_pool, network, registry, dns_zone, kubernetes).
 	AWS AWSOptions
+	// Azure configures the Azure module.
+	Azure AzureOptions
 	// Remediation configures remediation workflows and their notifications.
 	Remediation RemediationOptions
 	// PriceBook, if set, is a price book file (groundwork pricing refresh) plans are priced

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/groundworkhq/groundwork/internal/discovery"
@@ -20,6 +21,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pricing"
 	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/provider/aws"
+	"github.com/groundworkhq/groundwork/internal/provider/azure"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -42,6 +44,13 @@ type AWSOptions struct {
 	AfterDo func(ctx context.Context, j *job.Job, step string)
 }
 
+// AzureOptions configure the Azure module.
+type AzureOptions struct {
+	// Transport, if set, carries every Azure request (tests point it at an azurefake
+	// subscription, which needs the SDK's API name on each request).
+	Transport policy.Transporter
+}
+
 // wireProviders registers the cloud modules of this build and makes the server's secret
 // store over them: a module keeps the secrets it claims (an AWS datastore job's passwords go
 // to its account's Secrets Manager), all else stays in own. Adding a cloud is one line here.
@@ -58,6 +67,7 @@ func wireProviders(o Options, st store.Store, own secrets.SecretStore, ledger se
 	for _, m := range []provider.Module{
 		lm,
 		aws.NewModule(aws.ModuleOptions{Records: st, Vault: sec, Tracer: tp, Outbound: o.Outbound, Probe: o.AWS.Probe}),
+		azure.NewModule(azure.ModuleOptions{Records: st, Vault: sec, Outbound: o.Outbound, Transport: o.Azure.Transport}),
 	} {
 		if err := mods.Register(m); err != nil {
 			return nil, nil, err

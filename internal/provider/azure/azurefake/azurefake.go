@@ -62,6 +62,7 @@ type Cloud struct {
 	unregistered map[string]bool // lower-case namespace
 	nextOp       int
 	calls        []string // "PUT /subscriptions/...", in order
+	polls        int      // GETs of operation status URLs
 
 	routes []route
 }
@@ -148,6 +149,14 @@ func (c *Cloud) Calls() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.calls...)
+}
+
+// OperationPolls is how many times a long-running operation's status was read: a poller
+// resumed from its token reads it, a GET of the resource does not.
+func (c *Cloud) OperationPolls() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.polls
 }
 
 // Transport is the client side: it sends the SDK's requests to the cloud at base (a Cloud's
@@ -304,6 +313,7 @@ func (c *Cloud) serveOperation(w http.ResponseWriter, _ *http.Request, id string
 		writeError(w, http.StatusNotFound, "OperationNotFound", "operation "+id+" not found")
 		return
 	}
+	c.polls++
 	if op.pollsLeft > 0 && !result {
 		op.pollsLeft--
 		writeJSON(w, http.StatusOK, json.RawMessage(`{"id":"`+id+`","name":"`+id+`","status":"InProgress"}`))
