@@ -2,6 +2,7 @@ package azurefake
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -183,4 +184,18 @@ func deleter[T any](c *Cloud, id, inUse string) (resp azfake.PollerResponder[T],
 	}
 	resp.SetTerminalResponse(http.StatusOK, zero, nil)
 	return
+}
+
+// CreateGroup makes a resource group as a person would, outside Groundwork.
+func (c *Cloud) CreateGroup(name, location string, tags map[string]string) error {
+	t := map[string]*string{}
+	for k, v := range tags {
+		t[k] = &v
+	}
+	_, r := store[map[string]any](c, "", groupID(name), "Microsoft.Resources/resourceGroups",
+		map[string]any{"location": location, "tags": t}, nil)
+	if r != nil {
+		return fmt.Errorf("create group %s: %d %s", name, r.status, r.code)
+	}
+	return nil
 }

@@ -1,0 +1,245 @@
+package azure
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
+	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/job"
+	azp "github.com/groundworkhq/groundwork/internal/provider/azure"
+	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/store"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// env is one server with an Azure space on its own fake subscription.
+type env struct {
+	s     *apptest.Server
+	cloud *azurefake.Cloud
+	space *store.Space
+}
+
+func newEnv(t *testing.T, spaceConfig map[string]any) *env {
+	t.Helper()
+	cloud := azurefake.New(t)
+	s := apptest.Start(t, app.Options{PollInterval: 50 * time.Millisecond,
+		AWS:   app.AWSOptions{Poll: 50 * time.Millisecond},
+		Azure: app.AzureOptions{Transport: azurefake.Transport(cloud.URL)}})
+	return &env{s: s, cloud: cloud, space: newSpace(t, s.Client, cloud.URL, spaceConfig)}
+}
+
+// newSpace makes an Azure account on the fake subscription at url and a space on it.
+func newSpace(t *testing.T, cl *client.Client, url string, spaceConfig map[string]any) *store.Space {
+	t.Helper()
+	ctx := testCtx(t)
+	var acc store.CloudAccount
+	if err := cl.Do(ctx, http.MethodPost, "/api/cloud-accounts", map[string]any{"name": "azurefake", "provider": "azure",
+		"region": "westeurope", "authMethod": "none",
+		"config": map[string]string{"endpoint": url, "subscriptionId": azurefake.Subscription}}, &acc); err != nil {
+		t.Fatalf("create cloud account: %v", err)
+	}
+	var sp store.Space
+	req := map[string]any{"name": "azure", "provider": "azure", "region": "westeurope", "cloudAccountID": acc.ID}
+	if spaceConfig != nil {
+		req["config"] = spaceConfig
+	}
+	if err := cl.Do(ctx, http.MethodPost, "/api/spaces", req, &sp); err != nil {
+		t.Fatalf("create space: %v", err)
+	}
+	return &sp
+}
+
+func (e *env) create(t *testing.T, kind, config string) *job.Job {
+	t.Helper()
+	var j job.Job
+	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
+		map[string]any{"spaceID": e.space.ID, "kind": kind, "config": json.RawMessage(config)}, &j); err != nil {
+		t.Fatalf("create %s job: %v", kind, err)
+	}
+	return &j
+}
+
+func getJob(t *testing.T, c *client.Client, id string) *job.Job {
+	t.Helper()
+	var j job.Job
+	if err := c.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &j); err != nil {
+		t.Fatalf("get job %s: %v", id, err)
+	}
+	return &j
+}
+
+// waitFor polls the job until cond holds; a job that ends otherwise ends the test.
+func waitFor(t *testing.T, c *client.Client, id string, what string, cond func(*job.Job) bool) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		j := getJob(t, c, id)
+		if cond(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.MarshalIndent(j, "", " ")
+			t.Fatalf("job %s is not %s:\n%s", id, what, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitStatus(t *testing.T, c *client.Client, id string, want job.Status) *job.Job {
+	t.Helper()
+	return waitFor(t, c, id, string(want), func(j *job.Job) bool {
+		if j.Status == job.StatusFailed && want != job.StatusFailed {
+			b, _ := json.MarshalIndent(j, "", " ")
+			t.Fatalf("job %s failed:\n%s", id, b)
+		}
+		return j.Status == want
+	})
+}
+
+func (e *env) teardown(t *testing.T, id string) {
+	t.Helper()
+	if err := e.s.Client.Do(testCtx(t), http.MethodDelete, "/api/provisioning-jobs/"+id, nil, nil); err != nil {
+		t.Fatalf("delete %s: %v", id, err)
+	}
+	waitStatus(t, e.s.Client, id, job.StatusDeleted)
+}
+
+// tagged lists the resources of the subscription that carry the job's tag, by type.
+func tagged(cloud *azurefake.Cloud, jobID string) map[string]int {
+	out := map[string]int{}
+	for _, r := range cloud.Resources() {
+		if r.Tags[azp.TagJob] == jobID {
+			out[r.Type]++
+		}
+	}
+	return out
+}
+
+func groups(cloud *azurefake.Cloud) []string {
+	var out []string
+	for _, r := range cloud.Resources() {
+		if strings.EqualFold(r.Type, "Microsoft.Resources/resourceGroups") {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// Each family an Azure space offers: the job completes through the server, what it made
+// carries its tag, and DELETE leaves nothing of it; the space's resource group stays.
+func TestFamiliesCreateAndTeardown(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		kind, config string
+		made         []string // resource types the job must have made
+	}{
+		"network": {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: []string{"Microsoft.Network/virtualNetworks",
+			"Microsoft.Network/natGateways", "Microsoft.Network/publicIPAddresses", "Microsoft.Network/networkSecurityGroups"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			j := e.create(t, tc.kind, tc.config)
+			j = waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+			made := tagged(e.cloud, j.ID)
+			for _, typ := range tc.made {
+				if made[typ] != 1 {
+					t.Fatalf("after create the subscription holds %v of the job; want one %s", made, typ)
+				}
+			}
+			e.teardown(t, j.ID)
+			if left := tagged(e.cloud, j.ID); len(left) > 0 {
+				t.Fatalf("after teardown the subscription still holds %v of the job", left)
+			}
+			if g := groups(e.cloud); len(g) != 1 || g[0] != azp.GroupName(e.space.ID) {
+				t.Fatalf("resource groups after teardown: %v; want the space's own, kept", g)
+			}
+		})
+	}
+}
+
+// A space that names an existing resource group puts its resources there and keeps the
+// group on teardown; one that names a missing group fails its job with the fix.
+func TestExistingResourceGroup(t *testing.T) {
+	t.Parallel()
+	cloud := azurefake.New(t)
+	s := apptest.Start(t, app.Options{PollInterval: 50 * time.Millisecond, AWS: app.AWSOptions{Poll: 50 * time.Millisecond},
+		Azure: app.AzureOptions{Transport: azurefake.Transport(cloud.URL)}})
+	if err := cloud.CreateGroup("platform-shared", "westeurope", map[string]string{"owner": "platform"}); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{s: s, cloud: cloud, space: newSpace(t, s.Client, cloud.URL, map[string]any{"existingResourceGroup": "platform-shared"})}
+	j := e.create(t, "network", `{"cidr":"10.32.0.0/16"}`)
+	j = waitStatus(t, s.Client, j.ID, job.StatusCompleted)
+	for _, r := range cloud.Resources() {
+		if r.Tags[azp.TagJob] == j.ID && !strings.Contains(r.ID, "/resourceGroups/platform-shared/") {
+			t.Errorf("%s is outside the existing resource group", r.ID)
+		}
+	}
+	e.teardown(t, j.ID)
+	if g := groups(cloud); len(g) != 1 || g[0] != "platform-shared" {
+		t.Fatalf("resource groups after teardown: %v; want platform-shared alone, kept", g)
+	}
+
+	missing := &env{s: s, cloud: cloud, space: newSpace(t, s.Client, cloud.URL, map[string]any{"existingResourceGroup": "not-there"})}
+	j = missing.create(t, "network", `{}`)
+	j = waitStatus(t, s.Client, j.ID, job.StatusFailed)
+	if j.Failure == nil || j.Failure.Class != job.ClassUserAction || j.Failure.Code != "ResourceGroupNotFound" || !strings.Contains(j.Failure.FixHint, "not-there") {
+		t.Fatalf("failure %+v; want user_action ResourceGroupNotFound naming the group", j.Failure)
+	}
+}
+
+// Each class of Azure refusal, end to end: a refused permission, an unregistered resource
+// provider and a quota fail the job with the fix and a portal link; throttling and a busy
+// service are waited out and the job completes.
+func TestErrorClassesEndToEnd(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		status         int
+		code           string
+		unregister     string
+		times          int
+		failCode, hint string
+		completes      bool
+	}{
+		"permission denied": {status: 403, code: "AuthorizationFailed", times: 100, failCode: "AuthorizationFailed", hint: "Contributor"},
+		"not registered":    {unregister: "Microsoft.Network", failCode: "MissingSubscriptionRegistration", hint: "az provider register --namespace Microsoft.Network"},
+		"quota":             {status: 409, code: "QuotaExceeded", times: 100, failCode: "QuotaExceeded", hint: "quota"},
+		"throttled":         {status: 429, code: "TooManyRequests", times: 4, completes: true},
+		"unavailable":       {status: 503, code: "ServiceUnavailable", times: 4, completes: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			if tc.unregister != "" {
+				e.cloud.Unregister(tc.unregister)
+			} else {
+				e.cloud.Fail(http.MethodPut, "/virtualNetworks/", tc.status, tc.code, tc.code+" (azurefake)", tc.times)
+			}
+			j := e.create(t, "network", `{"cidr":"10.32.0.0/16"}`)
+			if tc.completes {
+				waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+				return
+			}
+			j = waitStatus(t, e.s.Client, j.ID, job.StatusFailed)
+			f := j.Failure
+			if f == nil || f.Class != job.ClassUserAction || f.Code != tc.failCode || !strings.Contains(f.FixHint, tc.hint) ||
+				!strings.HasPrefix(f.ConsoleURL, "https://portal.azure.com/") || f.Step != "create_network" {
+				t.Fatalf("failure %+v; want user_action %s at create_network with %q and a portal link", f, tc.failCode, tc.hint)
+			}
+		})
+	}
+}
