@@ -193,6 +193,12 @@ type Family struct {
 // Validate implements pipeline.Pipeline.
 func (p Family) Validate(ctx context.Context, j *job.Job) error {
 	if !slices.Contains(Names(p.Providers), j.Provider) {
+		// The pipeline may know why better (a family a cloud will offer later says when).
+		if err := p.Pipeline.Validate(ctx, j); err != nil {
+			if fields, ok := validation.Fields(err); ok && len(fields) > 0 && fields[0].Field == "spaceID" {
+				return err
+			}
+		}
 		titles := Titles(p.Providers)
 		article := "a"
 		if titles != "" && strings.ContainsRune("AEIOU", rune(titles[0])) {

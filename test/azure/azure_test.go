@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -241,5 +242,28 @@ func TestErrorClassesEndToEnd(t *testing.T) {
 				t.Fatalf("failure %+v; want user_action %s at create_network with %q and a portal link", f, tc.failCode, tc.hint)
 			}
 		})
+	}
+}
+
+// A VM pool on an Azure space is refused at admission, naming the space, with the note on
+// when Azure's will come; no job is stored.
+func TestVMPoolOnAzureIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs", map[string]any{"spaceID": e.space.ID,
+		"kind": "vm_pool", "config": json.RawMessage(`{"name":"web","instanceType":"Standard_B2s","min":1,"max":1}`)}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || !strings.Contains(ce.Error(), "spaceID") ||
+		!strings.Contains(ce.Error(), "generally available") {
+		t.Fatalf("vm_pool on Azure: %v; want a 400 naming spaceID with the availability note", err)
+	}
+	var list struct {
+		Data []job.Job `json:"data"`
+	}
+	if err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs?spaceID="+e.space.ID, nil, &list); err != nil || len(list.Data) != 0 {
+		t.Fatalf("jobs after the refusal: %v %v; want none", list.Data, err)
+	}
+	if calls := e.cloud.Calls(); len(calls) != 0 {
+		t.Fatalf("the refusal reached Azure: %v", calls)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/groundworkhq/groundwork/internal/validation"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -208,7 +209,8 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 		return err
 	}
 	if j.Provider == "azure" {
-		return errors.New("provider: VM pools on Azure (VMSS) are not available yet")
+		return validation.New("spaceID", "provider", "VM pools on Azure (virtual machine scale sets, with Run Command as the exec channel) "+
+			"are not available yet: Groundwork offers them once Azure makes both generally available. Use a space on an AWS account.")
 	}
 	return c.Validate()
 }
