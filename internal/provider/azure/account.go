@@ -64,6 +64,8 @@ type Account struct {
 	// Endpoint replaces Azure Resource Manager's (a sovereign cloud, Azure Stack, a test
 	// target). Empty: the public cloud.
 	Endpoint string
+	// KeyVaultURL is the vault datastore passwords are kept in; empty: the server's store.
+	KeyVaultURL string
 	// Outbound is the address policy a user-given Endpoint is dialled through.
 	Outbound *netguard.Policy
 	// Transport, if set, carries every request (tests); it replaces Outbound's client.

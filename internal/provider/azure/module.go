@@ -43,6 +43,9 @@ type ModuleOptions struct {
 	// Transport, if set, carries every request instead of the network (tests reach the
 	// azurefake cloud through it).
 	Transport policy.Transporter
+	// Jobs finds the job a secret is named after, to route it to the job's Key Vault (nil:
+	// every secret stays in the server's own store).
+	Jobs SecretRecords
 }
 
 // Module is Azure as a cloud module: it resolves a job to a Client opened with its space's
@@ -58,6 +61,7 @@ var (
 	_ provider.Module          = (*Module)(nil)
 	_ provider.NetworkDrivers  = (*Module)(nil)
 	_ provider.ErrorClassifier = (*Module)(nil)
+	_ provider.SecretRoutes    = (*Module)(nil)
 )
 
 // NewModule returns the module.
@@ -97,6 +101,9 @@ type accountConfig struct {
 	ExistingResourceGroup string `json:"existingResourceGroup"`
 	// TokenFile is workload identity's federated token file.
 	TokenFile string `json:"tokenFile"`
+	// KeyVaultURL is the Key Vault datastore passwords are kept in
+	// ("https://<name>.vault.azure.net/"); empty keeps them in the server's own store.
+	KeyVaultURL string `json:"keyVaultURL"`
 }
 
 // Client opens (or reuses) the Azure client of j's space.
@@ -130,7 +137,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		_ = json.Unmarshal(sp.Config, &spaceCfg)
 	}
 	a := Account{AuthMethod: AuthMethod(acc.AuthMethod), SubscriptionID: cfg.SubscriptionID, TenantID: cfg.TenantID,
-		ClientID: cfg.ClientID, Endpoint: cfg.Endpoint, TokenFile: cfg.TokenFile, Location: sp.Region,
+		ClientID: cfg.ClientID, Endpoint: cfg.Endpoint, TokenFile: cfg.TokenFile, KeyVaultURL: cfg.KeyVaultURL, Location: sp.Region,
 		ResourceGroup: GroupName(sp.ID), Outbound: m.o.Outbound, Transport: m.o.Transport}
 	if a.Location == "" {
 		a.Location = acc.Region
@@ -161,7 +168,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		a.SubscriptionID = firstOf(c.SubscriptionID, a.SubscriptionID)
 	}
 	sum := sha256.Sum256([]byte(secretValue))
-	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s", acc.ID, a.Location, a.ResourceGroup, a.AuthMethod, a.Endpoint, hex.EncodeToString(sum[:]))
+	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s", acc.ID, a.Location, a.ResourceGroup, a.AuthMethod, a.Endpoint, a.KeyVaultURL, hex.EncodeToString(sum[:]))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.open[key]; ok {

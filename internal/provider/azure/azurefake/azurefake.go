@@ -63,6 +63,7 @@ type Cloud struct {
 	nextOp       int
 	calls        []string // "PUT /subscriptions/...", in order
 	polls        int      // GETs of operation status URLs
+	vaults       map[string]vaultSecrets
 
 	routes []route
 }
@@ -175,6 +176,7 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 	if name, ok := req.Context().Value(runtime.CtxAPINameKey{}).(string); ok {
 		r.Header.Set(HeaderAPIName, name)
 	}
+	r.Header.Set(HeaderHost, req.URL.Host)
 	u := *req.URL
 	target, err := http.NewRequest(http.MethodGet, t.base, nil)
 	if err != nil {
@@ -189,6 +191,10 @@ var asyncPath = regexp.MustCompile(`(?i)/operation(?:Statuses|Results)/([^/?]+)$
 
 func (c *Cloud) serve(w http.ResponseWriter, req *http.Request) {
 	path := req.URL.Path
+	if host := req.Header.Get(HeaderHost); strings.Contains(host, ".vault.") {
+		c.serveVault(w, req, host)
+		return
+	}
 	if m := asyncPath.FindStringSubmatch(path); m != nil {
 		c.serveOperation(w, req, m[1], strings.Contains(strings.ToLower(path), "operationresults"))
 		return
