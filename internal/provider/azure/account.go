@@ -120,6 +120,10 @@ func Open(a Account) (*Client, error) {
 	// The engine retries transient faults with its own backoff and without holding a worker;
 	// the SDK's retries are kept short so that a throttled step lets go of its worker soon.
 	opts.Retry = policy.RetryOptions{MaxRetries: 2, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+	// A resource provider the subscription has not registered is the user's to register
+	// (Classify says how): the SDK's own registration would hold the worker for minutes
+	// while it polls, and needs a subscription-wide permission the account may rightly lack.
+	opts.DisableRPRegistration = true
 	cred, err := credential(a, opts.Cloud)
 	if err != nil {
 		return nil, err
