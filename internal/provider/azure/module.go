@@ -60,6 +60,8 @@ var (
 	_ provider.ErrorClassifier = (*Module)(nil)
 )
 
+var _ provider.KubernetesDrivers = (*Module)(nil)
+
 // NewModule returns the module.
 func NewModule(o ModuleOptions) *Module {
 	if o.Outbound == nil {
