@@ -437,4 +437,3 @@ func TestModuleClusterToken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
