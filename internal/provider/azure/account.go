@@ -11,6 +11,7 @@ package azure
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -167,11 +168,19 @@ func credential(a Account, c cloud.Configuration) (azcore.TokenCredential, error
 		"Use service_principal, workload_identity_federation or default.", "")
 }
 
-// noCredential is the bearer of AuthNone: test targets take any token.
+// TestTargetPrincipal is the object id AuthNone's token names as its principal.
+const TestTargetPrincipal = "00000000-0000-0000-0000-00000000ca11"
+
+// noCredential is the bearer of AuthNone: test targets take any token. It is an unsigned JWT
+// naming TestTargetPrincipal, so that what reads the caller from its token (a cluster's
+// admin assignment) reads it the same way as from Entra ID's.
 type noCredential struct{}
 
+var noToken = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." +
+	base64.RawURLEncoding.EncodeToString([]byte(`{"oid":"`+TestTargetPrincipal+`","idtyp":"app"}`)) + "."
+
 func (noCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	return azcore.AccessToken{Token: "none", ExpiresOn: time.Now().Add(time.Hour)}, nil
+	return azcore.AccessToken{Token: noToken, ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
 // Options are the client options every resource manager client is made with.

@@ -3,12 +3,16 @@ package azure
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/authorization/armauthorization/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/msi/armmsi"
@@ -21,6 +25,17 @@ import (
 // RoleNetworkContributor is Azure's built-in Network Contributor role: what an AKS control
 // plane needs on its nodes' subnet to join load balancers and NICs to it.
 const RoleNetworkContributor = "4d97b98b-1d4f-4787-a291-c67834d212e7"
+
+// RoleAKSClusterAdmin is Azure's built-in Azure Kubernetes Service RBAC Cluster Admin role:
+// what the account's principal holds on a cluster it made, so that its tokens (ClusterToken)
+// may install the cluster's components, as EKS gives a cluster's creator.
+const RoleAKSClusterAdmin = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
+
+// Keys of a job's role assignments, from which their names derive.
+const (
+	keyNetworkContributor = "network-contributor"
+	keyClusterAdmin       = "cluster-admin"
+)
 
 // AssignmentDescriptionPrefix starts the description of every role assignment a job makes;
 // the job's id follows. A role assignment has no tags, so this is how it names its job.
@@ -96,38 +111,46 @@ func (d KubernetesDriver) EnsureRoles(ctx context.Context, j *job.Job) (kubernet
 		return kubernetes.Roles{}, fault.Transientf("managed identity %s has no principal yet", idName)
 	}
 	principal := *identity.Properties.PrincipalID
-	if err := d.ensureAssignment(ctx, j, scope, principal); err != nil {
+	if err := d.ensureAssignment(ctx, j, grant{key: keyNetworkContributor, role: RoleNetworkContributor, scope: scope, principal: principal,
+		principalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal)}); err != nil {
 		return kubernetes.Roles{}, err
 	}
 	return kubernetes.Roles{ClusterRole: *identity.ID}, nil
 }
 
-// ensureAssignment gives principal Network Contributor at scope, under the job's assignment
-// name. An assignment of that name for another principal is refused as not the job's.
-func (d KubernetesDriver) ensureAssignment(ctx context.Context, j *job.Job, scope, principal string) error {
+// grant is a role assignment a job makes: role (a built-in role's id) for a principal at
+// scope, under the job's assignment name for key.
+type grant struct {
+	key, role, scope, principal string
+	// principalType, when set, lets Azure accept a principal that Entra ID has not
+	// replicated yet, which a managed identity made a moment ago often is.
+	principalType *armauthorization.PrincipalType
+}
+
+// ensureAssignment makes g. An assignment of its name for another principal is refused as
+// not the job's.
+func (d KubernetesDriver) ensureAssignment(ctx context.Context, j *job.Job, g grant) error {
 	ras, err := armauthorization.NewRoleAssignmentsClient(d.C.SubscriptionID, d.C.cred, d.C.opts)
 	if err != nil {
 		return fault.System(err)
 	}
-	scopeArg, raName := strings.TrimPrefix(scope, "/"), assignmentName(j, "network-contributor")
+	scopeArg, raName := strings.TrimPrefix(g.scope, "/"), assignmentName(j, g.key)
 	got, err := ras.Get(ctx, scopeArg, raName, nil)
 	switch {
 	case err == nil:
-		if p := got.Properties; p == nil || p.PrincipalID == nil || !strings.EqualFold(*p.PrincipalID, principal) {
+		if p := got.Properties; p == nil || p.PrincipalID == nil || !strings.EqualFold(*p.PrincipalID, g.principal) {
 			return fault.UserAction(errNotOurs, "NameTaken",
-				"A role assignment with this job's name exists for another principal at "+scope+"; delete it, then retry.", d.C.PortalURL(scope))
+				"A role assignment with this job's name exists for another principal at "+g.scope+"; delete it, then retry.", d.C.PortalURL(g.scope))
 		}
 		return nil
 	case !notFound(err):
-		return d.C.Classify(fmt.Errorf("read role assignment %s: %w", raName, err))
+		return d.assignErr(fmt.Errorf("read role assignment %s: %w", raName, err))
 	}
 	_, err = ras.Create(ctx, scopeArg, raName, armauthorization.RoleAssignmentCreateParameters{Properties: &armauthorization.RoleAssignmentProperties{
-		PrincipalID:      to.Ptr(principal),
-		RoleDefinitionID: to.Ptr(d.C.roleDefinitionID(RoleNetworkContributor)),
-		// Naming the principal's type lets Azure accept a principal that Entra ID has not
-		// replicated yet, which a managed identity made a moment ago often is.
-		PrincipalType: to.Ptr(armauthorization.PrincipalTypeServicePrincipal),
-		Description:   to.Ptr(AssignmentDescriptionPrefix + j.ID),
+		PrincipalID:      to.Ptr(g.principal),
+		RoleDefinitionID: to.Ptr(d.C.roleDefinitionID(g.role)),
+		PrincipalType:    g.principalType,
+		Description:      to.Ptr(AssignmentDescriptionPrefix + j.ID),
 	}}, nil)
 	var re *azcore.ResponseError
 	switch {
@@ -138,9 +161,45 @@ func (d KubernetesDriver) ensureAssignment(ctx context.Context, j *job.Job, scop
 		// call whose answer was lost and now read under way): what is needed is in place.
 		return nil
 	case errors.As(err, &re) && re.StatusCode == http.StatusBadRequest && re.ErrorCode == "PrincipalNotFound":
-		return fault.Transient(fmt.Errorf("the managed identity is not in the directory yet: %w", err))
+		return fault.Transient(fmt.Errorf("the principal %s is not in the directory yet: %w", g.principal, err))
 	}
-	return d.C.Classify(fmt.Errorf("assign Network Contributor at %s: %w", scope, err))
+	return d.assignErr(fmt.Errorf("assign role %s at %s: %w", g.role, g.scope, err))
+}
+
+// deleteAssignment removes the job's assignment for key at scope; one that is gone, or that
+// is not the job's, is left.
+func (d KubernetesDriver) deleteAssignment(ctx context.Context, j *job.Job, key, scope string) error {
+	ras, err := armauthorization.NewRoleAssignmentsClient(d.C.SubscriptionID, d.C.cred, d.C.opts)
+	if err != nil {
+		return fault.System(err)
+	}
+	scopeArg, raName := strings.TrimPrefix(scope, "/"), assignmentName(j, key)
+	got, err := ras.Get(ctx, scopeArg, raName, nil)
+	switch {
+	case notFound(err):
+		return nil
+	case err != nil:
+		return d.assignErr(fmt.Errorf("read role assignment %s: %w", raName, err))
+	}
+	if p := got.Properties; p == nil || p.Description == nil || *p.Description != AssignmentDescriptionPrefix+j.ID {
+		return nil
+	}
+	if _, err := ras.Delete(ctx, scopeArg, raName, nil); err != nil && !notFound(err) {
+		return d.assignErr(fmt.Errorf("delete role assignment %s: %w", raName, err))
+	}
+	return nil
+}
+
+// assignErr classifies a role assignment call's error. Refused is the common case: Contributor,
+// the role the account otherwise needs, may not assign roles.
+func (d KubernetesDriver) assignErr(err error) error {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || deniedCodes[re.ErrorCode]) {
+		return fault.UserAction(err, orCode(re.ErrorCode, "AuthorizationFailed"),
+			"The account's principal may not assign roles, which a cluster needs (its identity on the nodes' subnet, the account on the cluster); give it Role Based Access Control Administrator (or User Access Administrator) on the resource group "+d.C.ResourceGroup+", then retry the job.",
+			d.C.PortalURL("/subscriptions/"+d.C.SubscriptionID+"/resourceGroups/"+d.C.ResourceGroup)+"/users")
+	}
+	return d.C.Classify(err)
 }
 
 // DeleteRoles implements kubernetes.Driver: the role assignment, then the identity. Either
@@ -150,21 +209,8 @@ func (d KubernetesDriver) DeleteRoles(ctx context.Context, j *job.Job) error {
 	if err != nil {
 		return err
 	}
-	ras, err := armauthorization.NewRoleAssignmentsClient(d.C.SubscriptionID, d.C.cred, d.C.opts)
-	if err != nil {
-		return fault.System(err)
-	}
-	scopeArg, raName := strings.TrimPrefix(scope, "/"), assignmentName(j, "network-contributor")
-	got, err := ras.Get(ctx, scopeArg, raName, nil)
-	switch {
-	case err == nil:
-		if p := got.Properties; p != nil && p.Description != nil && *p.Description == AssignmentDescriptionPrefix+j.ID {
-			if _, err := ras.Delete(ctx, scopeArg, raName, nil); err != nil && !notFound(err) {
-				return d.C.Classify(fmt.Errorf("delete role assignment %s: %w", raName, err))
-			}
-		}
-	case !notFound(err):
-		return d.C.Classify(fmt.Errorf("read role assignment %s: %w", raName, err))
+	if err := d.deleteAssignment(ctx, j, keyNetworkContributor, scope); err != nil {
+		return err
 	}
 	ids, err := armmsi.NewUserAssignedIdentitiesClient(d.C.SubscriptionID, d.C.cred, d.C.opts)
 	if err != nil {
@@ -180,4 +226,33 @@ func (d KubernetesDriver) DeleteRoles(ctx context.Context, j *job.Job) error {
 		return d.C.Classify(fmt.Errorf("delete managed identity %s: %w", idName, err))
 	}
 	return nil
+}
+
+// callerObjectID is the object id of the account's principal, as Entra ID names it in the
+// account's tokens (the oid claim): the principal that role assignments for the account
+// itself are for.
+func (c *Client) callerObjectID(ctx context.Context) (string, error) {
+	aud := c.opts.Cloud.Services[cloud.ResourceManager].Audience
+	if aud == "" {
+		aud = cloud.AzurePublic.Services[cloud.ResourceManager].Audience
+	}
+	tok, err := c.cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{strings.TrimSuffix(aud, "/") + "/.default"}})
+	if err != nil {
+		return "", c.Classify(fmt.Errorf("token of the account: %w", err))
+	}
+	parts := strings.Split(tok.Token, ".")
+	if len(parts) != 3 {
+		return "", fault.System(errors.New("the account's token is not a JWT; its principal cannot be told"))
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return "", fault.System(fmt.Errorf("the account's token: %w", err))
+	}
+	var claims struct {
+		OID string `json:"oid"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil || claims.OID == "" {
+		return "", fault.System(fmt.Errorf("the account's token names no principal (oid): %v", err))
+	}
+	return claims.OID, nil
 }

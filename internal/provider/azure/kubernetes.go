@@ -288,6 +288,15 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 			return out, err
 		}
 	}
+	// The account's principal administers the cluster it made: the components step and
+	// every later use reach the API server with the account's tokens.
+	caller, err := d.C.callerObjectID(ctx)
+	if err != nil {
+		return out, err
+	}
+	if err := d.ensureAssignment(ctx, j, grant{key: keyClusterAdmin, role: RoleAKSClusterAdmin, scope: out.ID, principal: caller}); err != nil {
+		return out, err
+	}
 	got, err := mcs.Get(ctx, rg, clName, nil)
 	if err != nil {
 		return out, d.C.Classify(fmt.Errorf("read cluster %s: %w", clName, err))
@@ -371,6 +380,17 @@ func (d KubernetesDriver) DeleteCluster(ctx context.Context, j *job.Job, _ strin
 		return false, fault.System(err)
 	}
 	mcs, rg, clName := f.NewManagedClustersClient(), d.C.ResourceGroup, name(j, "aks")
+	// The account's admin assignment is removed before the cluster, so that none is left
+	// behind whether or not Azure removes a deleted resource's assignments with it.
+	v, err := mcs.Get(ctx, rg, clName, nil)
+	if _, err := stateOf(err, v.Tags, v.Properties, j); err != nil {
+		return false, d.C.Classify(err)
+	}
+	if err == nil {
+		if err := d.deleteAssignment(ctx, j, keyClusterAdmin, d.clusterID(j)); err != nil {
+			return false, err
+		}
+	}
 	return remove(ctx, d.C, Ops{}, "cluster", func(ctx context.Context) (State, error) {
 		v, err := mcs.Get(ctx, rg, clName, nil)
 		return stateOf(err, v.Tags, v.Properties, j)

@@ -253,12 +253,21 @@ func TestKubernetesPipelineMakesTheAKSClusterAndRemovesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ra, err := ras.Get(ctx, strings.TrimPrefix(privateSubnet, "/"), assignmentName(j, "network-contributor"), nil)
+	ra, err := ras.Get(ctx, strings.TrimPrefix(privateSubnet, "/"), assignmentName(j, keyNetworkContributor), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *ra.Properties.PrincipalID != *ident.Properties.PrincipalID || !strings.HasSuffix(*ra.Properties.RoleDefinitionID, "/"+RoleNetworkContributor) {
 		t.Errorf("role assignment %+v; want Network Contributor for %s", ra.Properties, *ident.Properties.PrincipalID)
+	}
+
+	// The account administers the cluster it made.
+	admin, err := ras.Get(ctx, strings.TrimPrefix(cl.ID, "/"), assignmentName(j, keyClusterAdmin), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *admin.Properties.PrincipalID != azurefake.Caller || !strings.HasSuffix(*admin.Properties.RoleDefinitionID, "/"+RoleAKSClusterAdmin) {
+		t.Errorf("cluster admin assignment %+v; want RBAC Cluster Admin for the account's principal", admin.Properties)
 	}
 
 	runSteps(ctx, t, j, p.Steps(j), true, func(json.RawMessage) {})
@@ -435,5 +444,29 @@ func TestModuleClusterToken(t *testing.T) {
 	}
 	if _, err := m.KubernetesDriver(ctx, &job.Job{ID: "job_1", OrgID: "org_1", SpaceID: "spc_cluster", Provider: Name}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The fake's caller is the principal the test-target credential's token names.
+func TestTestTargetPrincipalIsTheFakesCaller(t *testing.T) {
+	t.Parallel()
+	c, _ := testClient(t)
+	oid, err := c.callerObjectID(testCtx(t))
+	if err != nil || oid != TestTargetPrincipal || TestTargetPrincipal != azurefake.Caller {
+		t.Fatalf("caller %q, %v; want %s", oid, err, azurefake.Caller)
+	}
+}
+
+// An account that may not assign roles is told which role lets it.
+func TestRoleAssignmentRefusedNamesTheRole(t *testing.T) {
+	t.Parallel()
+	c, cloud := testClient(t)
+	cloud.Fail("PUT", "/providers/Microsoft.Authorization/roleAssignments/", 403, "AuthorizationFailed",
+		"The client does not have authorization to perform action 'Microsoft.Authorization/roleAssignments/write'.", 1)
+	cfg := kubernetes.Config{Name: "norbac", NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}}
+	err := ensureCluster(testCtx(t), KubernetesDriver{C: c}, k8sJob("job_norbac01", cfg), cfg)
+	fe := fault.As(err)
+	if fe == nil || fe.Class != job.ClassUserAction || !strings.Contains(fe.FixHint, "Role Based Access Control Administrator") {
+		t.Fatalf("error %v (%+v); want user_action naming Role Based Access Control Administrator", err, fe)
 	}
 }

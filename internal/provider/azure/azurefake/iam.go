@@ -20,6 +20,10 @@ import (
 // Tenant is the directory the subscription's identities belong to.
 const Tenant = "00000000-0000-0000-0000-0000000074e1"
 
+// Caller is the principal (object id) of the clients that reach the fake: the Azure module's
+// test-target credential names it in its token. Role assignments may name it.
+const Caller = "00000000-0000-0000-0000-00000000ca11"
+
 const (
 	typeIdentity   = "Microsoft.ManagedIdentity/userAssignedIdentities"
 	typeAssignment = "Microsoft.Authorization/roleAssignments"
@@ -186,8 +190,12 @@ func (c *Cloud) scopeExists(scope string) bool {
 	return ok
 }
 
-// principalExists reports whether a principal id is one of the subscription's identities'.
+// principalExists reports whether a principal id is the caller's or one of the subscription's
+// identities'.
 func (c *Cloud) principalExists(principal string) bool {
+	if strings.EqualFold(principal, Caller) {
+		return true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, raw := range c.objs {
