@@ -82,7 +82,8 @@ func (d KubernetesDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg kub
 		}
 		subnets := cfg.SubnetIDs
 		if len(subnets) == 0 {
-			subnets = pickSubnet(r.Data["subnets"].(map[string]string))
+			have, _ := r.Data["subnets"].(map[string]string)
+			subnets = pickSubnet(have)
 		}
 		if len(subnets) == 0 {
 			return kubernetes.Network{}, fault.UserAction(fmt.Errorf("virtual network %s has no subnet", cfg.VPCID), "NoSubnet",
@@ -128,8 +129,6 @@ type pool struct {
 	ng     kubernetes.NodeGroup
 }
 
-var notPoolChar = strings.NewReplacer("-", "", "_", "", ".", "")
-
 // pools maps node groups to agent pools: the first is the system pool. AKS names a Linux
 // pool with 1 to 12 lower-case letters and digits, starting with a letter; names that clash
 // once shortened get their index.
@@ -137,7 +136,7 @@ func pools(groups []kubernetes.NodeGroup) []pool {
 	out := make([]pool, 0, len(groups))
 	seen := map[string]bool{}
 	for i, ng := range groups {
-		n := notAlnum.ReplaceAllString(strings.ToLower(notPoolChar.Replace(ng.Name)), "")
+		n := notAlnum.ReplaceAllString(strings.ToLower(ng.Name), "")
 		if n == "" || n[0] < 'a' || n[0] > 'z' {
 			n = "np" + n
 		}
@@ -205,8 +204,9 @@ func (d KubernetesDriver) clusterID(j *job.Job) string {
 }
 
 // EnsureCluster implements kubernetes.Driver, one call at a time: the managed cluster (with
-// the system pool inline), then once it is up each further agent pool, then the endpoint
-// and CA. Ready once the cluster and every pool have succeeded.
+// the system pool inline), then once it is up each agent pool at its node group's sizes,
+// the account's admin assignment, then the endpoint and CA. Ready once the cluster and every
+// pool have succeeded.
 func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kubernetes.Config, n kubernetes.Network, r kubernetes.Roles) (kubernetes.Cluster, error) {
 	ops := opsOf(j, kubernetes.InfraCluster)
 	out := kubernetes.Cluster{Name: cfg.Name, ID: d.clusterID(j), Data: map[string]any{"ops": ops}}
@@ -266,8 +266,9 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 	if !ok || err != nil {
 		return out, err
 	}
-	for _, p := range ps[1:] {
-		p := p
+	// Every pool, the system pool too, is then kept at its node group's sizes through the
+	// agent pools API: a resize is a PUT of the pool, not of the whole cluster.
+	for _, p := range ps {
 		var have *armcontainerservice.ManagedClusterAgentPoolProfileProperties
 		prof := p.profile(j, cfg.Version, subnet)
 		ready, err := converge(ctx, d.C, ops, "create pool "+p.name, func(ctx context.Context) (State, error) {

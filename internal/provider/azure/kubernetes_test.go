@@ -278,7 +278,8 @@ func TestKubernetesPipelineMakesTheAKSClusterAndRemovesIt(t *testing.T) {
 	}
 }
 
-// A node group resized in the config is resized on Azure: the pool's PUT is sent again.
+// A node group resized in the config is resized on Azure, the system pool's too: the pool's
+// PUT is sent again.
 func TestEnsureClusterResizesAPool(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -291,17 +292,23 @@ func TestEnsureClusterResizesAPool(t *testing.T) {
 	if err := ensureCluster(ctx, d, j, cfg); err != nil {
 		t.Fatal(err)
 	}
+	cfg.NodeGroups[0].Max = 3
 	cfg.NodeGroups[1].Max = 7
 	if err := ensureCluster(ctx, d, j, cfg); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := armcontainerservice.NewClientFactory(c.SubscriptionID, c.cred, c.opts)
-	ap, err := f.NewAgentPoolsClient().Get(ctx, c.ResourceGroup, name(j, "aks"), "batch", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *ap.Properties.MaxCount != 7 || *ap.Properties.MinCount != 1 {
-		t.Fatalf("pool sizes %d..%d, want 1..7", *ap.Properties.MinCount, *ap.Properties.MaxCount)
+	for _, want := range []struct {
+		pool     string
+		min, max int32
+	}{{"system", 1, 3}, {"batch", 1, 7}} {
+		ap, err := f.NewAgentPoolsClient().Get(ctx, c.ResourceGroup, name(j, "aks"), want.pool, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := ap.Properties; p.MinCount == nil || p.MaxCount == nil || *p.MinCount != want.min || *p.MaxCount != want.max || !*p.EnableAutoScaling {
+			t.Errorf("pool %s: autoscale %v %v..%v, want %d..%d", want.pool, p.EnableAutoScaling, p.MinCount, p.MaxCount, want.min, want.max)
+		}
 	}
 }
 
