@@ -190,12 +190,12 @@ func (p pool) matches(props *armcontainerservice.ManagedClusterAgentPoolProfileP
 	}
 	count, auto, lo, hi := p.sizes()
 	if !auto {
-		return !to32(props.EnableAutoScaling) && props.Count != nil && *props.Count == count
+		return !isTrue(props.EnableAutoScaling) && props.Count != nil && *props.Count == count
 	}
-	return to32(props.EnableAutoScaling) && eq32(props.MinCount, lo) && eq32(props.MaxCount, hi)
+	return isTrue(props.EnableAutoScaling) && eq32(props.MinCount, lo) && eq32(props.MaxCount, hi)
 }
 
-func to32(b *bool) bool { return b != nil && *b }
+func isTrue(b *bool) bool { return b != nil && *b }
 
 func eq32(a, b *int32) bool { return a != nil && b != nil && *a == *b }
 
