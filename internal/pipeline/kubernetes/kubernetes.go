@@ -60,6 +60,9 @@ type Network struct {
 	VPCID     string   `json:"vpcID"`
 	SubnetIDs []string `json:"subnetIDs"`
 	Ready     bool     `json:"ready"`
+	// Data is the driver's own record (Azure keeps its operations in flight here, to
+	// resume them on the next call); the pipeline stores it and hands it back.
+	Data map[string]any `json:"data,omitempty"`
 }
 
 // Roles are the IAM roles the cluster needs.
@@ -75,6 +78,8 @@ type Cluster struct {
 	Endpoint string `json:"endpoint"`
 	CAData   string `json:"caData"`
 	Ready    bool   `json:"ready"`
+	// Data is the driver's own record, as Network's.
+	Data map[string]any `json:"data,omitempty"`
 }
 
 // Driver is the cloud work; every method is idempotent and keyed by the job.

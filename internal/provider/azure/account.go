@@ -11,6 +11,7 @@ package azure
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
@@ -125,6 +126,10 @@ func Open(a Account) (*Client, error) {
 	// The engine retries transient faults with its own backoff and without holding a worker;
 	// the SDK's retries are kept short so that a throttled step lets go of its worker soon.
 	opts.Retry = policy.RetryOptions{MaxRetries: 2, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+	// A resource provider the subscription has not registered is the user's to register
+	// (Classify says how): the SDK's own registration would hold the worker for minutes
+	// while it polls, and needs a subscription-wide permission the account may rightly lack.
+	opts.DisableRPRegistration = true
 	cred, err := credential(a, opts.Cloud)
 	if err != nil {
 		return nil, err
@@ -168,11 +173,19 @@ func credential(a Account, c cloud.Configuration) (azcore.TokenCredential, error
 		"Use service_principal, workload_identity_federation or default.", "")
 }
 
-// noCredential is the bearer of AuthNone: test targets take any token.
+// TestTargetPrincipal is the object id AuthNone's token names as its principal.
+const TestTargetPrincipal = "00000000-0000-0000-0000-00000000ca11"
+
+// noCredential is the bearer of AuthNone: test targets take any token. It is an unsigned JWT
+// naming TestTargetPrincipal, so that what reads the caller from its token (a cluster's
+// admin assignment) reads it the same way as from Entra ID's.
 type noCredential struct{}
 
+var noToken = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`)) + "." +
+	base64.RawURLEncoding.EncodeToString([]byte(`{"oid":"`+TestTargetPrincipal+`","idtyp":"app"}`)) + "."
+
 func (noCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	return azcore.AccessToken{Token: "none", ExpiresOn: time.Now().Add(time.Hour)}, nil
+	return azcore.AccessToken{Token: noToken, ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
 // Options are the client options every resource manager client is made with.

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -36,8 +37,31 @@ func observe(cloud *azurefake.Cloud) drivertest.Observer {
 			if strings.EqualFold(r.Type, "Microsoft.Resources/resourceGroups") {
 				continue
 			}
-			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: r.Tags[TagJob]})
+			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: jobOf(cloud, r)})
 		}
 		return out, nil
 	}
+}
+
+// jobOf is the job a resource names: in its tags, in its properties' tags (an AKS agent
+// pool's), or, for a role assignment, which has no tags, in its description.
+func jobOf(cloud *azurefake.Cloud, r azurefake.Resource) string {
+	if id := r.Tags[TagJob]; id != "" {
+		return id
+	}
+	raw, _ := cloud.Raw(r.ID)
+	var v struct {
+		Properties struct {
+			Tags        map[string]string `json:"tags"`
+			Description string            `json:"description"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(raw, &v)
+	if strings.EqualFold(r.Type, "Microsoft.Authorization/roleAssignments") {
+		if id, ok := strings.CutPrefix(v.Properties.Description, AssignmentDescriptionPrefix); ok {
+			return id
+		}
+		return ""
+	}
+	return v.Properties.Tags[TagJob]
 }

@@ -64,6 +64,8 @@ var (
 	_ provider.SecretRoutes    = (*Module)(nil)
 )
 
+var _ provider.KubernetesDrivers = (*Module)(nil)
+
 // NewModule returns the module.
 func NewModule(o ModuleOptions) *Module {
 	if o.Outbound == nil {
