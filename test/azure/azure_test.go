@@ -147,6 +147,9 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 	}{
 		"network": {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: []string{"Microsoft.Network/virtualNetworks",
 			"Microsoft.Network/natGateways", "Microsoft.Network/publicIPAddresses", "Microsoft.Network/networkSecurityGroups"}},
+		"kubernetes": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"system","instanceType":"Standard_D4s_v5","min":2,"max":4},{"name":"batch","instanceType":"Standard_D8s_v5","min":0,"max":10}]}`,
+			made: []string{"Microsoft.ContainerService/managedClusters", "Microsoft.ManagedIdentity/userAssignedIdentities",
+				"Microsoft.Network/virtualNetworks"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

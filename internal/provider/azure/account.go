@@ -98,10 +98,7 @@ func Open(a Account) (*Client, error) {
 	if a.ResourceGroup == "" {
 		return nil, fault.System(errors.New("no resource group for the space"))
 	}
-	// The SDK would register a missing resource provider by itself and wait minutes for it,
-	// holding a worker, with a permission the account may not have; the user is told the one
-	// command instead (Classify).
-	opts := &arm.ClientOptions{DisableRPRegistration: true}
+	opts := &arm.ClientOptions{}
 	if a.Endpoint != "" {
 		u, err := url.Parse(a.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

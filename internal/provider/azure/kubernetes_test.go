@@ -412,25 +412,6 @@ func TestClusterTokenIsForTheAKSServerApp(t *testing.T) {
 	}
 }
 
-type records struct {
-	space   *store.Space
-	account *store.CloudAccount
-}
-
-func (r records) GetSpace(_ context.Context, _, id string) (*store.Space, error) {
-	if r.space == nil || r.space.ID != id {
-		return nil, store.ErrNotFound
-	}
-	return r.space, nil
-}
-
-func (r records) GetCloudAccount(_ context.Context, _, id string) (*store.CloudAccount, error) {
-	if r.account == nil || r.account.ID != id {
-		return nil, store.ErrNotFound
-	}
-	return r.account, nil
-}
-
 // The module mints a cluster's token with the cloud account of the cluster's space; a space
 // that is gone is the user's to fix.
 func TestModuleClusterToken(t *testing.T) {
@@ -439,7 +420,7 @@ func TestModuleClusterToken(t *testing.T) {
 	acc := &store.CloudAccount{ID: "acc_1", OrgID: "org_1", Provider: Name, AuthMethod: string(AuthNone),
 		Config: json.RawMessage(`{"subscriptionId":"` + azurefake.Subscription + `","endpoint":"` + cloud.URL + `"}`)}
 	sp := &store.Space{ID: "spc_cluster", OrgID: "org_1", Provider: Name, Region: "westeurope", CloudAccountID: "acc_1"}
-	m := NewModule(ModuleOptions{Records: records{space: sp, account: acc}, Transport: azurefake.Transport(cloud.URL)})
+	m := NewModule(ModuleOptions{Records: records{spaces: map[string]*store.Space{sp.ID: sp}, accounts: map[string]*store.CloudAccount{acc.ID: acc}}, Transport: azurefake.Transport(cloud.URL)})
 	ctx := testCtx(t)
 	tok, err := m.ClusterToken(ctx, "org_1", "spc_cluster", "plat")
 	if err != nil || tok == "" {
