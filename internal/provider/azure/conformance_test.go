@@ -7,6 +7,7 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
+	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 )
@@ -31,6 +32,35 @@ func TestDriverConformance(t *testing.T) {
 			Refusal: drivertest.Refusal[network.Driver]{Class: job.ClassUserAction,
 				Call: func(ctx context.Context, d network.Driver, j *job.Job) error {
 					_, err := d.EnsureNetwork(ctx, j, network.Config{VPCID: missingVNet})
+					return err
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("registry", func(t *testing.T) {
+		t.Parallel()
+		var cloud *azurefake.Cloud
+		cfg := registry.Config{Name: "team/api"}
+		drivertest.Registry(t, drivertest.Harness[registry.Driver, registry.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (registry.Driver, drivertest.Observer) {
+				var c *Client
+				c, cloud = testClient(t)
+				return RegistryDriver{C: c}, observe(cloud)
+			},
+			Config: cfg,
+			// The job's registry name held by a registry in another resource group: ACR
+			// names are unique across Azure, so the job cannot have it.
+			Refusal: drivertest.Refusal[registry.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d registry.Driver, j *job.Job) error {
+					elsewhere := RegistryDriver{C: clientOn(t, cloud, "rg-elsewhere")}
+					if _, err := elsewhere.EnsureRepository(ctx, j, cfg); err != nil {
+						t.Fatalf("the registry elsewhere: %v", err)
+					}
+					_, err := d.EnsureRepository(ctx, j, cfg)
+					if derr := elsewhere.DeleteRepository(ctx, j, cfg.Name); derr != nil {
+						t.Errorf("delete the registry elsewhere: %v", derr)
+					}
 					return err
 				}},
 			Options: opts,

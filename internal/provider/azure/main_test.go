@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
@@ -20,7 +21,7 @@ func testClient(t *testing.T) (*Client, *azurefake.Cloud) {
 func clientOn(t *testing.T, cloud *azurefake.Cloud, group string) *Client {
 	t.Helper()
 	c, err := Open(Account{AuthMethod: AuthNone, SubscriptionID: azurefake.Subscription, Location: "westeurope",
-		ResourceGroup: group, Endpoint: cloud.URL, Transport: azurefake.Transport(cloud.URL)})
+		ResourceGroup: group, Endpoint: cloud.URL, Transport: azurefake.Transport(cloud.URL), Poll: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ type Module struct {
 var (
 	_ provider.Module          = (*Module)(nil)
 	_ provider.NetworkDrivers  = (*Module)(nil)
+	_ provider.RegistryDrivers = (*Module)(nil)
 	_ provider.ErrorClassifier = (*Module)(nil)
 )
 
