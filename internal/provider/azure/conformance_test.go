@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
@@ -62,6 +63,29 @@ func TestDriverConformance(t *testing.T) {
 						t.Errorf("delete the registry elsewhere: %v", derr)
 					}
 					return err
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("dns_zone", func(t *testing.T) {
+		t.Parallel()
+		drivertest.DNSZone(t, drivertest.Harness[dnszone.Driver, dnszone.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (dnszone.Driver, drivertest.Observer) {
+				c, cloud := testClient(t)
+				return DNSZoneDriver{C: c}, observe(cloud)
+			},
+			Config: dnszone.Config{Name: "conformance.example.org", Records: []dnszone.Record{
+				{Name: "api.conformance.example.org", Type: "A", TTL: 300, Values: []string{"10.0.0.5"}},
+				{Name: "www.conformance.example.org", Type: "CNAME", Values: []string{"api.conformance.example.org"}},
+				{Name: "conformance.example.org", Type: "TXT", Values: []string{`"v=spf1 -all"`}},
+			}},
+			// A record for a zone that is not there, in the space's group.
+			Refusal: drivertest.Refusal[dnszone.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d dnszone.Driver, _ *job.Job) error {
+					rg := d.(DNSZoneDriver).C.ResourceGroup
+					return d.UpsertRecord(ctx, "/subscriptions/"+azurefake.Subscription+"/resourceGroups/"+rg+"/providers/Microsoft.Network/dnszones/missing.example.org",
+						dnszone.Record{Name: "a.missing.example.org", Type: "A", TTL: 60, Values: []string{"10.0.0.1"}})
 				}},
 			Options: opts,
 		})

@@ -29,15 +29,25 @@ func clientOn(t *testing.T, cloud *azurefake.Cloud, group string) *Client {
 }
 
 // observe lists what the fake subscription holds, resource groups left out: they are the
-// space's, not a job's.
+// space's, not a job's. A child resource (a zone's record set) carries no tags of its own on
+// Azure and goes with its parent, so it is reported as its parent's job's.
 func observe(cloud *azurefake.Cloud) drivertest.Observer {
 	return func(_ context.Context) ([]drivertest.Resource, error) {
 		var out []drivertest.Resource
-		for _, r := range cloud.Resources() {
+		all := cloud.Resources()
+		for _, r := range all {
 			if strings.EqualFold(r.Type, "Microsoft.Resources/resourceGroups") {
 				continue
 			}
-			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: r.Tags[TagJob]})
+			jobID := r.Tags[TagJob]
+			if jobID == "" {
+				for _, p := range all {
+					if strings.Count(p.Type, "/") < strings.Count(r.Type, "/") && strings.HasPrefix(strings.ToLower(r.ID), strings.ToLower(p.ID)+"/") {
+						jobID = p.Tags[TagJob]
+					}
+				}
+			}
+			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: jobID})
 		}
 		return out, nil
 	}

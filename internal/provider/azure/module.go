@@ -58,6 +58,7 @@ var (
 	_ provider.Module          = (*Module)(nil)
 	_ provider.NetworkDrivers  = (*Module)(nil)
 	_ provider.RegistryDrivers = (*Module)(nil)
+	_ provider.DNSZoneDrivers  = (*Module)(nil)
 	_ provider.ErrorClassifier = (*Module)(nil)
 )
 
