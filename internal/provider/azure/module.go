@@ -26,6 +26,8 @@ const Name = "azure"
 type Records interface {
 	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
 	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
+	// GetJob finds a job by id alone: the datastore pipeline names its jobs so.
+	GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error)
 }
 
 // Vault reads a cloud account's credentials as the account (*secrets.Vault has it).
@@ -55,11 +57,12 @@ type Module struct {
 }
 
 var (
-	_ provider.Module          = (*Module)(nil)
-	_ provider.NetworkDrivers  = (*Module)(nil)
-	_ provider.RegistryDrivers = (*Module)(nil)
-	_ provider.DNSZoneDrivers  = (*Module)(nil)
-	_ provider.ErrorClassifier = (*Module)(nil)
+	_ provider.Module           = (*Module)(nil)
+	_ provider.NetworkDrivers   = (*Module)(nil)
+	_ provider.RegistryDrivers  = (*Module)(nil)
+	_ provider.DNSZoneDrivers   = (*Module)(nil)
+	_ provider.DatastoreDrivers = (*Module)(nil)
+	_ provider.ErrorClassifier  = (*Module)(nil)
 )
 
 // NewModule returns the module.

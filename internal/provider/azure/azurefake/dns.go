@@ -150,7 +150,7 @@ func (c *Cloud) dnsServers() []route {
 		},
 	}
 	tr := dnsfake.NewServerFactoryTransport(f)
-	return []route{{"ZonesClient", tr}, {"RecordSetsClient", tr}}
+	return []route{{prefix: "ZonesClient", tr: tr}, {prefix: "RecordSetsClient", tr: tr}}
 }
 
 // zoneID is a zone's id as Azure returns it: the zone name lower-case, under "dnszones".

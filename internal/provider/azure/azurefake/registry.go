@@ -75,7 +75,7 @@ func (c *Cloud) registryServers() []route {
 			return
 		},
 	}}
-	return []route{{"RegistriesClient", acrfake.NewServerFactoryTransport(f)}}
+	return []route{{prefix: "RegistriesClient", tr: acrfake.NewServerFactoryTransport(f)}}
 }
 
 // validRegistryName is ACR's rule: 5 to 50 letters and digits.
