@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
@@ -45,6 +46,8 @@ type ModuleOptions struct {
 	// Transport, if set, carries every request instead of the network (tests reach the
 	// azurefake cloud through it).
 	Transport policy.Transporter
+	// Poll is Account.Poll of every client (default 2s).
+	Poll time.Duration
 }
 
 // Module is Azure as a cloud module: it resolves a job to a Client opened with its space's
@@ -136,7 +139,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 	}
 	a := Account{AuthMethod: AuthMethod(acc.AuthMethod), SubscriptionID: cfg.SubscriptionID, TenantID: cfg.TenantID,
 		ClientID: cfg.ClientID, Endpoint: cfg.Endpoint, TokenFile: cfg.TokenFile, Location: sp.Region,
-		ResourceGroup: GroupName(sp.ID), Outbound: m.o.Outbound, Transport: m.o.Transport}
+		ResourceGroup: GroupName(sp.ID), Outbound: m.o.Outbound, Transport: m.o.Transport, Poll: m.o.Poll}
 	if a.Location == "" {
 		a.Location = acc.Region
 	}
