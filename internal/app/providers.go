@@ -67,7 +67,7 @@ func wireProviders(o Options, st store.Store, own secrets.SecretStore, ledger se
 	for _, m := range []provider.Module{
 		lm,
 		aws.NewModule(aws.ModuleOptions{Records: st, Vault: sec, Tracer: tp, Outbound: o.Outbound, Probe: o.AWS.Probe}),
-		azure.NewModule(azure.ModuleOptions{Records: st, Jobs: st, Vault: sec, Outbound: o.Outbound, Transport: o.Azure.Transport}),
+		azure.NewModule(azure.ModuleOptions{Records: st, Vault: sec, Outbound: o.Outbound, Transport: o.Azure.Transport}),
 	} {
 		if err := mods.Register(m); err != nil {
 			return nil, nil, err

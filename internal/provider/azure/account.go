@@ -71,6 +71,9 @@ type Account struct {
 	Outbound *netguard.Policy
 	// Transport, if set, carries every request (tests); it replaces Outbound's client.
 	Transport policy.Transporter
+	// Poll is how often a driver call that waits on an operation asks Azure again (default
+	// 2s); a test target that finishes operations in a few reads sets it short.
+	Poll time.Duration
 }
 
 // Client is Azure opened with an Account: the credential and the client options every

@@ -2,12 +2,15 @@ package azure
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
+	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 )
@@ -58,6 +61,59 @@ func TestDriverConformance(t *testing.T) {
 					cloud.Unregister("Microsoft.ContainerService")
 					return ensureCluster(ctx, d, j, kubernetes.Config{Name: "refused",
 						NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}})
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("registry", func(t *testing.T) {
+		t.Parallel()
+		var elsewhere RegistryDriver
+		cfg := registry.Config{Name: "team/api"}
+		drivertest.Registry(t, drivertest.Harness[registry.Driver, registry.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (registry.Driver, drivertest.Observer) {
+				c, cloud := testClient(t)
+				elsewhere = RegistryDriver{C: clientOn(t, cloud, "rg-elsewhere")}
+				return RegistryDriver{C: c}, observe(cloud)
+			},
+			Config: cfg,
+			// The job's registry name held by a registry in another resource group: ACR
+			// names are unique across Azure, so the job cannot have it.
+			Refusal: drivertest.Refusal[registry.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d registry.Driver, j *job.Job) error {
+					if _, err := elsewhere.EnsureRepository(ctx, j, cfg); err != nil {
+						// Unclassified (%v), so that the suite fails rather than
+						// taking this error for the refusal.
+						return fmt.Errorf("the registry elsewhere: %v", err)
+					}
+					_, err := d.EnsureRepository(ctx, j, cfg)
+					if derr := elsewhere.DeleteRepository(ctx, j, cfg.Name); derr != nil {
+						t.Errorf("delete the registry elsewhere: %v", derr)
+					}
+					return err
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("dns_zone", func(t *testing.T) {
+		t.Parallel()
+		drivertest.DNSZone(t, drivertest.Harness[dnszone.Driver, dnszone.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (dnszone.Driver, drivertest.Observer) {
+				c, cloud := testClient(t)
+				return DNSZoneDriver{C: c}, observe(cloud)
+			},
+			Config: dnszone.Config{Name: "conformance.example.org", Records: []dnszone.Record{
+				{Name: "api.conformance.example.org", Type: "A", TTL: 300, Values: []string{"10.0.0.5"}},
+				{Name: "www.conformance.example.org", Type: "CNAME", Values: []string{"api.conformance.example.org"}},
+				{Name: "conformance.example.org", Type: "TXT", Values: []string{`"v=spf1 -all"`}},
+			}},
+			// A record for a zone that is not there, in the space's group.
+			Refusal: drivertest.Refusal[dnszone.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d dnszone.Driver, _ *job.Job) error {
+					rg := d.(DNSZoneDriver).C.ResourceGroup
+					return d.UpsertRecord(ctx, "/subscriptions/"+azurefake.Subscription+"/resourceGroups/"+rg+"/providers/Microsoft.Network/dnszones/missing.example.org",
+						dnszone.Record{Name: "a.missing.example.org", Type: "A", TTL: 60, Values: []string{"10.0.0.1"}})
 				}},
 			Options: opts,
 		})

@@ -144,11 +144,6 @@ func ownsTags(want, have map[string]*string) bool {
 	return true
 }
 
-// SecretRecords is what routing secrets needs of the store.
-type SecretRecords interface {
-	GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error)
-}
-
 // SecretStoreFor implements provider.SecretRoutes: a datastore job's secrets on an Azure
 // space whose account names a Key Vault go to that vault; all else stays in the server's own
 // store.
@@ -175,10 +170,7 @@ func (m *Module) SecretStoreFor(ctx context.Context, key string) (secrets.Secret
 		}
 		jobID = id
 	}
-	if m.o.Jobs == nil {
-		return nil, nil
-	}
-	j, err := m.o.Jobs.GetJob(ctx, &store.GetJobParams{ID: jobID})
+	j, err := m.o.Records.GetJob(ctx, &store.GetJobParams{ID: jobID})
 	isRef := strings.HasPrefix(key, refPrefix)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && !isRef:

@@ -328,13 +328,6 @@ func poolProperties(p armcontainerservice.ManagedClusterAgentPoolProfile) *armco
 		OSType: p.OSType, Type: p.Type, OrchestratorVersion: p.OrchestratorVersion, Tags: p.Tags}
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // caOf reads the cluster's CA from the user kubeconfig AKS gives: base64 of the PEM, as the
 // kubeconfig and EKS carry it. It must be a certificate, or no client could trust the server.
 func caOf(kubeconfigs []*armcontainerservice.CredentialResult) (string, error) {

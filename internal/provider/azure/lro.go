@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 )
 
@@ -143,4 +145,34 @@ func settle[T any](ctx context.Context, c *Client, ops Ops, key string, p *runti
 		return false, c.Classify(err)
 	}
 	return true, nil
+}
+
+// awaitFor bounds how long one driver call waits on an operation: below the two-minute lease
+// of the families whose step makes its thing in a single call (registry, dns_zone).
+const awaitFor = 90 * time.Second
+
+// await runs step (converge or remove of one resource, sharing one Ops) until it reports
+// done, for the families whose pipeline step has no wait: their driver call returns the
+// finished thing or an error. An operation that outlasts awaitFor is a transient error; the
+// engine calls again later and that call's GET finds the operation under way and watches it.
+func (c *Client) await(ctx context.Context, what string, step func() (bool, error)) error {
+	deadline := time.Now().Add(awaitFor)
+	every := c.Poll
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	for {
+		done, err := step()
+		if err != nil || done {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fault.Transientf("%s is still under way in Azure", what)
+		}
+		select {
+		case <-ctx.Done():
+			return fault.Transient(ctx.Err())
+		case <-time.After(every):
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
@@ -21,7 +22,7 @@ func testClient(t *testing.T) (*Client, *azurefake.Cloud) {
 func clientOn(t *testing.T, cloud *azurefake.Cloud, group string) *Client {
 	t.Helper()
 	c, err := Open(Account{AuthMethod: AuthNone, SubscriptionID: azurefake.Subscription, Location: "westeurope",
-		ResourceGroup: group, Endpoint: cloud.URL, Transport: azurefake.Transport(cloud.URL)})
+		ResourceGroup: group, Endpoint: cloud.URL, Transport: azurefake.Transport(cloud.URL), Poll: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,15 +30,17 @@ func clientOn(t *testing.T, cloud *azurefake.Cloud, group string) *Client {
 }
 
 // observe lists what the fake subscription holds, resource groups left out: they are the
-// space's, not a job's.
+// space's, not a job's. A child resource (a zone's record set) carries no tags of its own on
+// Azure and goes with its parent, so it is reported as its parent's job's.
 func observe(cloud *azurefake.Cloud) drivertest.Observer {
 	return func(_ context.Context) ([]drivertest.Resource, error) {
 		var out []drivertest.Resource
-		for _, r := range cloud.Resources() {
+		all := cloud.Resources()
+		for _, r := range all {
 			if strings.EqualFold(r.Type, "Microsoft.Resources/resourceGroups") {
 				continue
 			}
-			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: jobOf(cloud, r)})
+			out = append(out, drivertest.Resource{Kind: r.Type, ID: r.ID, JobID: jobOf(cloud, r, all)})
 		}
 		return out, nil
 	}
@@ -45,7 +48,7 @@ func observe(cloud *azurefake.Cloud) drivertest.Observer {
 
 // jobOf is the job a resource names: in its tags, in its properties' tags (an AKS agent
 // pool's), or, for a role assignment, which has no tags, in its description.
-func jobOf(cloud *azurefake.Cloud, r azurefake.Resource) string {
+func jobOf(cloud *azurefake.Cloud, r azurefake.Resource, all []azurefake.Resource) string {
 	if id := r.Tags[TagJob]; id != "" {
 		return id
 	}
@@ -58,10 +61,17 @@ func jobOf(cloud *azurefake.Cloud, r azurefake.Resource) string {
 	}
 	_ = json.Unmarshal(raw, &v)
 	if strings.EqualFold(r.Type, "Microsoft.Authorization/roleAssignments") {
-		if id, ok := strings.CutPrefix(v.Properties.Description, AssignmentDescriptionPrefix); ok {
-			return id
-		}
-		return ""
+		id, _ := strings.CutPrefix(v.Properties.Description, AssignmentDescriptionPrefix)
+		return id
 	}
-	return v.Properties.Tags[TagJob]
+	if id := v.Properties.Tags[TagJob]; id != "" {
+		return id
+	}
+	parent := azurefake.Resource{}
+	for _, p := range all {
+		if len(p.ID) > len(parent.ID) && strings.HasPrefix(strings.ToLower(r.ID), strings.ToLower(p.ID)+"/") {
+			parent = p
+		}
+	}
+	return parent.Tags[TagJob]
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
@@ -26,6 +27,8 @@ const Name = "azure"
 type Records interface {
 	GetSpace(ctx context.Context, orgID, id string) (*store.Space, error)
 	GetCloudAccount(ctx context.Context, orgID, id string) (*store.CloudAccount, error)
+	// GetJob finds a job by id alone: the datastore pipeline names its jobs so.
+	GetJob(ctx context.Context, p *store.GetJobParams) (*job.Job, error)
 }
 
 // Vault reads a cloud account's credentials as the account (*secrets.Vault has it).
@@ -43,9 +46,8 @@ type ModuleOptions struct {
 	// Transport, if set, carries every request instead of the network (tests reach the
 	// azurefake cloud through it).
 	Transport policy.Transporter
-	// Jobs finds the job a secret is named after, to route it to the job's Key Vault (nil:
-	// every secret stays in the server's own store).
-	Jobs SecretRecords
+	// Poll is Account.Poll of every client (default 2s).
+	Poll time.Duration
 }
 
 // Module is Azure as a cloud module: it resolves a job to a Client opened with its space's
@@ -58,13 +60,15 @@ type Module struct {
 }
 
 var (
-	_ provider.Module          = (*Module)(nil)
-	_ provider.NetworkDrivers  = (*Module)(nil)
-	_ provider.ErrorClassifier = (*Module)(nil)
-	_ provider.SecretRoutes    = (*Module)(nil)
+	_ provider.Module            = (*Module)(nil)
+	_ provider.NetworkDrivers    = (*Module)(nil)
+	_ provider.RegistryDrivers   = (*Module)(nil)
+	_ provider.DNSZoneDrivers    = (*Module)(nil)
+	_ provider.KubernetesDrivers = (*Module)(nil)
+	_ provider.DatastoreDrivers  = (*Module)(nil)
+	_ provider.ErrorClassifier   = (*Module)(nil)
+	_ provider.SecretRoutes      = (*Module)(nil)
 )
-
-var _ provider.KubernetesDrivers = (*Module)(nil)
 
 // NewModule returns the module.
 func NewModule(o ModuleOptions) *Module {
@@ -140,7 +144,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 	}
 	a := Account{AuthMethod: AuthMethod(acc.AuthMethod), SubscriptionID: cfg.SubscriptionID, TenantID: cfg.TenantID,
 		ClientID: cfg.ClientID, Endpoint: cfg.Endpoint, TokenFile: cfg.TokenFile, KeyVaultURL: cfg.KeyVaultURL, Location: sp.Region,
-		ResourceGroup: GroupName(sp.ID), Outbound: m.o.Outbound, Transport: m.o.Transport}
+		ResourceGroup: GroupName(sp.ID), Outbound: m.o.Outbound, Transport: m.o.Transport, Poll: m.o.Poll}
 	if a.Location == "" {
 		a.Location = acc.Region
 	}

@@ -112,10 +112,17 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 	return d.C.DeleteVNet(ctx, j)
 }
 
+// SubnetDelegated is the subnet a VNetRequest's Delegation asks for.
+const SubnetDelegated = "delegated"
+
 // VNetRequest is a network as a family asks for it.
 type VNetRequest struct {
 	CIDR string
 	NAT  bool
+	// Delegation, when set, adds a subnet delegated to that service
+	// ("Microsoft.DBforPostgreSQL/flexibleServers"): the service places its servers there and
+	// nothing else may use it.
+	Delegation string
 }
 
 // EnsureVNet makes (one call at a time) the network of j. infraKey is where the calling step
@@ -192,6 +199,17 @@ func (c *Client) EnsureVNet(ctx context.Context, j *job.Job, infraKey string, r 
 	}
 	privateCIDR, publicCIDR := carve(pfx, 0), carve(pfx, 1)
 	nsgRef := &armnetwork.SecurityGroup{ID: to.Ptr(sub("networkSecurityGroups", nsgName))}
+	subnets := []*armnetwork.Subnet{
+		{Name: to.Ptr(SubnetPrivate), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(privateCIDR),
+			NatGateway: subnetNAT, NetworkSecurityGroup: nsgRef, DefaultOutboundAccess: to.Ptr(false)}},
+		{Name: to.Ptr(SubnetPublic), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(publicCIDR),
+			NetworkSecurityGroup: nsgRef}},
+	}
+	if r.Delegation != "" {
+		subnets = append(subnets, &armnetwork.Subnet{Name: to.Ptr(SubnetDelegated), Properties: &armnetwork.SubnetPropertiesFormat{
+			AddressPrefix: to.Ptr(carve(pfx, 2)), NetworkSecurityGroup: nsgRef, DefaultOutboundAccess: to.Ptr(false),
+			Delegations: []*armnetwork.Delegation{{Name: to.Ptr(SubnetDelegated), Properties: &armnetwork.ServiceDelegationPropertiesFormat{ServiceName: to.Ptr(r.Delegation)}}}}})
+	}
 	vnets := f.NewVirtualNetworksClient()
 	ok, err = converge(ctx, c, ops, "create vnet", func(ctx context.Context) (State, error) {
 		v, err := vnets.Get(ctx, rg, vnetName, nil)
@@ -200,12 +218,7 @@ func (c *Client) EnsureVNet(ctx context.Context, j *job.Job, infraKey string, r 
 		return vnets.BeginCreateOrUpdate(ctx, rg, vnetName, armnetwork.VirtualNetwork{Location: to.Ptr(c.Location), Tags: tags(j, "vnet"),
 			Properties: &armnetwork.VirtualNetworkPropertiesFormat{
 				AddressSpace: &armnetwork.AddressSpace{AddressPrefixes: []*string{to.Ptr(pfx.Masked().String())}},
-				Subnets: []*armnetwork.Subnet{
-					{Name: to.Ptr(SubnetPrivate), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(privateCIDR),
-						NatGateway: subnetNAT, NetworkSecurityGroup: nsgRef, DefaultOutboundAccess: to.Ptr(false)}},
-					{Name: to.Ptr(SubnetPublic), Properties: &armnetwork.SubnetPropertiesFormat{AddressPrefix: to.Ptr(publicCIDR),
-						NetworkSecurityGroup: nsgRef}},
-				}}},
+				Subnets:      subnets}},
 			&armnetwork.VirtualNetworksClientBeginCreateOrUpdateOptions{ResumeToken: tok})
 	})
 	if !ok || err != nil {
@@ -214,6 +227,9 @@ func (c *Client) EnsureVNet(ctx context.Context, j *job.Job, infraKey string, r 
 	n.VNetID = sub("virtualNetworks", vnetName)
 	n.Subnets[SubnetPrivate] = n.VNetID + "/subnets/" + SubnetPrivate
 	n.Subnets[SubnetPublic] = n.VNetID + "/subnets/" + SubnetPublic
+	if r.Delegation != "" {
+		n.Subnets[SubnetDelegated] = n.VNetID + "/subnets/" + SubnetDelegated
+	}
 	return n, ops, true, nil
 }
 

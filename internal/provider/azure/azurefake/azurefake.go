@@ -71,6 +71,9 @@ type Cloud struct {
 type route struct {
 	prefix string // the API name's client ("VirtualNetworksClient")
 	tr     policy.Transporter
+	// namespace, when set, is the resource provider the route serves: two modules name a
+	// client alike (PostgreSQL's and MySQL's ServersClient), the path tells them apart.
+	namespace string
 }
 
 type operation struct {
@@ -237,7 +240,7 @@ func (c *Cloud) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	var tr policy.Transporter
 	for _, r := range c.routes {
-		if strings.HasPrefix(name, r.prefix+".") {
+		if strings.HasPrefix(name, r.prefix+".") && (r.namespace == "" || strings.EqualFold(r.namespace, namespaceOf(path))) {
 			tr = r.tr
 		}
 	}
@@ -349,15 +352,15 @@ func (c *Cloud) duringOperation(id string, out []byte) []byte {
 	if op == nil {
 		return out
 	}
-	state := "Creating"
+	state, serverState := "Creating", "Starting"
 	switch {
 	case op.method == http.MethodDelete:
-		state = "Deleting"
+		state, serverState = "Deleting", "Dropping"
 		if op.snapshot != nil {
 			out = op.snapshot
 		}
 	case op.method == http.MethodPatch:
-		state = "Updating"
+		state, serverState = "Updating", "Updating"
 	}
 	var m map[string]any
 	if json.Unmarshal(out, &m) != nil {
@@ -369,6 +372,11 @@ func (c *Cloud) duringOperation(id string, out []byte) []byte {
 		m["properties"] = props
 	}
 	props["provisioningState"] = state
+	if _, ok := props["state"]; ok {
+		// A flexible server reports its life in state, not provisioningState: it is not
+		// Ready while an operation on it runs.
+		props["state"] = serverState
+	}
 	b, _ := json.Marshal(m)
 	return b
 }

@@ -158,8 +158,8 @@ func (c *Cloud) iamServers() []route {
 		},
 	}}
 	return []route{
-		{"UserAssignedIdentitiesClient", msifake.NewServerFactoryTransport(msi)},
-		{"RoleAssignmentsClient", authfake.NewServerFactoryTransport(auth)},
+		{prefix: "UserAssignedIdentitiesClient", tr: msifake.NewServerFactoryTransport(msi)},
+		{prefix: "RoleAssignmentsClient", tr: authfake.NewServerFactoryTransport(auth)},
 	}
 }
 

@@ -185,7 +185,7 @@ func (c *Cloud) kubernetesServers() []route {
 		},
 	}
 	tr := aksfake.NewServerFactoryTransport(f)
-	return []route{{"ManagedClustersClient", tr}, {"AgentPoolsClient", tr}}
+	return []route{{prefix: "ManagedClustersClient", tr: tr}, {prefix: "AgentPoolsClient", tr: tr}}
 }
 
 // invalidCluster is AKS's refusal of a cluster request: it needs a system pool, its

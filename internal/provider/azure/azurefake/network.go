@@ -119,7 +119,7 @@ func (c *Cloud) networkServers() []route {
 	tr := netfake.NewServerFactoryTransport(f)
 	var rs []route
 	for _, client := range []string{"VirtualNetworksClient", "VirtualNetworkPeeringsClient", "NatGatewaysClient", "PublicIPAddressesClient", "SecurityGroupsClient"} {
-		rs = append(rs, route{client, tr})
+		rs = append(rs, route{prefix: client, tr: tr})
 	}
 	return rs
 }

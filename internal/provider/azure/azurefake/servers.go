@@ -41,5 +41,5 @@ func (c *Cloud) resourceServers() []route {
 			return deleter[armresources.ResourceGroupsClientDeleteResponse](c, groupID(rg), "")
 		},
 	}}
-	return []route{{"ResourceGroupsClient", resfake.NewServerFactoryTransport(f)}}
+	return []route{{prefix: "ResourceGroupsClient", tr: resfake.NewServerFactoryTransport(f)}}
 }
