@@ -6,6 +6,7 @@ package datastore
 import (
 	"crypto/rand"
 	"fmt"
+	"math/big"
 	"strings"
 
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -94,11 +95,21 @@ func ValidateDatabase(e Engine, name, owner string) error {
 
 const passwordAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// GeneratePassword returns 32 random base32 characters (160 bits). The alphabet is
-// deliberately plain: the password travels through SQL literals on servers that take no
-// parameters there, and through URLs and config files in applications.
+// GeneratePassword returns 32 random characters (about 157 bits): 15 upper-case base32, 15
+// lower-case base32 and two digits. The alphabet is deliberately plain: the password travels
+// through SQL literals on servers that take no parameters there, and through URLs and config
+// files in applications. It always holds three kinds of character, as Azure's database
+// servers require (base32 alone may hold no digit and no lower-case letter).
 func GeneratePassword() string {
-	return rand.Text() + rand.Text()[:6]
+	digits := make([]byte, 2)
+	for i := range digits {
+		n, err := rand.Int(rand.Reader, big.NewInt(10))
+		if err != nil {
+			panic(err) // crypto/rand does not fail on supported systems
+		}
+		digits[i] = byte('0' + n.Int64())
+	}
+	return rand.Text()[:15] + strings.ToLower(rand.Text()[:15]) + string(digits)
 }
 
 // CheckPassword guards, as defence in depth, that a password about to be placed in a literal

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	ds "github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/job"
+	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
@@ -118,4 +120,24 @@ func TestDriverConformance(t *testing.T) {
 			Options: opts,
 		})
 	})
+	for _, engine := range []ds.Engine{ds.EnginePostgres, ds.EngineMySQL} {
+		t.Run("datastore "+string(engine), func(t *testing.T) {
+			t.Parallel()
+			drivertest.Datastore(t, drivertest.Harness[dspipe.Driver, drivertest.DatastoreRequest]{
+				Provider: Name,
+				Open: func(t *testing.T) (dspipe.Driver, drivertest.Observer) {
+					c, cloud := testClient(t)
+					return datastoreOn(c), observe(cloud)
+				},
+				Config: drivertest.DatastoreRequest{Engine: engine, Settings: map[string]any{"instanceClass": "Standard_D2ds_v5", "multiAZ": true}},
+				// A version Azure does not offer.
+				Refusal: drivertest.Refusal[dspipe.Driver]{Class: job.ClassUserAction,
+					Call: func(ctx context.Context, d dspipe.Driver, _ *job.Job) error {
+						_, err := d.Servers.Check(ctx, dspipe.CheckParams{Engine: engine, Version: "5.1"})
+						return err
+					}},
+				Options: opts,
+			})
+		})
+	}
 }
