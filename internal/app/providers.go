@@ -49,6 +49,9 @@ type AzureOptions struct {
 	// Transport, if set, carries every Azure request (tests point it at an azurefake
 	// subscription, which needs the SDK's API name on each request).
 	Transport policy.Transporter
+	// Poll is how often a call that waits on Azure inside one step (a registry's creation)
+	// reads the operation again (default 2s).
+	Poll time.Duration
 }
 
 // wireProviders registers the cloud modules of this build and makes the server's secret
@@ -67,7 +70,7 @@ func wireProviders(o Options, st store.Store, own secrets.SecretStore, ledger se
 	for _, m := range []provider.Module{
 		lm,
 		aws.NewModule(aws.ModuleOptions{Records: st, Vault: sec, Tracer: tp, Outbound: o.Outbound, Probe: o.AWS.Probe}),
-		azure.NewModule(azure.ModuleOptions{Records: st, Vault: sec, Outbound: o.Outbound, Transport: o.Azure.Transport}),
+		azure.NewModule(azure.ModuleOptions{Records: st, Vault: sec, Outbound: o.Outbound, Transport: o.Azure.Transport, Poll: o.Azure.Poll}),
 	} {
 		if err := mods.Register(m); err != nil {
 			return nil, nil, err

@@ -33,21 +33,35 @@ type env struct {
 
 func newEnv(t *testing.T, spaceConfig map[string]any) *env {
 	t.Helper()
+	return newEnvWith(t, spaceConfig, nil)
+}
+
+// newEnvWith is newEnv with more of the account's config (a Key Vault, say).
+func newEnvWith(t *testing.T, spaceConfig map[string]any, accountConfig map[string]string) *env {
+	t.Helper()
 	cloud := azurefake.New(t)
 	s := apptest.Start(t, app.Options{PollInterval: 50 * time.Millisecond,
-		AWS:   app.AWSOptions{Poll: 50 * time.Millisecond},
-		Azure: app.AzureOptions{Transport: azurefake.Transport(cloud.URL)}})
-	return &env{s: s, cloud: cloud, space: newSpace(t, s.Client, cloud.URL, spaceConfig)}
+		AWS: app.AWSOptions{Poll: 50 * time.Millisecond}, Datastores: app.DatastoreOptions{Poll: 50 * time.Millisecond},
+		Azure: app.AzureOptions{Transport: azurefake.Transport(cloud.URL), Poll: 10 * time.Millisecond}})
+	return &env{s: s, cloud: cloud, space: newSpaceWith(t, s.Client, cloud.URL, spaceConfig, accountConfig)}
 }
 
 // newSpace makes an Azure account on the fake subscription at url and a space on it.
 func newSpace(t *testing.T, cl *client.Client, url string, spaceConfig map[string]any) *store.Space {
 	t.Helper()
+	return newSpaceWith(t, cl, url, spaceConfig, nil)
+}
+
+func newSpaceWith(t *testing.T, cl *client.Client, url string, spaceConfig map[string]any, accountConfig map[string]string) *store.Space {
+	t.Helper()
 	ctx := testCtx(t)
+	cfg := map[string]string{"endpoint": url, "subscriptionId": azurefake.Subscription}
+	for k, v := range accountConfig {
+		cfg[k] = v
+	}
 	var acc store.CloudAccount
 	if err := cl.Do(ctx, http.MethodPost, "/api/cloud-accounts", map[string]any{"name": "azurefake", "provider": "azure",
-		"region": "westeurope", "authMethod": "none",
-		"config": map[string]string{"endpoint": url, "subscriptionId": azurefake.Subscription}}, &acc); err != nil {
+		"region": "westeurope", "authMethod": "none", "config": cfg}, &acc); err != nil {
 		t.Fatalf("create cloud account: %v", err)
 	}
 	var sp store.Space
@@ -147,6 +161,12 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 	}{
 		"network": {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: []string{"Microsoft.Network/virtualNetworks",
 			"Microsoft.Network/natGateways", "Microsoft.Network/publicIPAddresses", "Microsoft.Network/networkSecurityGroups"}},
+		"registry": {kind: "registry", config: `{"name":"team-images"}`, made: []string{"Microsoft.ContainerRegistry/registries"}},
+		"dns_zone": {kind: "dns_zone", config: `{"domain":"shop.example.com"}`, made: []string{"Microsoft.Network/dnszones"}},
+		"datastore postgres": {kind: "datastore", config: `{"engine":"postgres","version":"16","instanceClass":"Standard_D2ds_v5","allocatedStorageGB":64,"multiAZ":true,"backupRetentionDays":14}`,
+			made: []string{"Microsoft.DBforPostgreSQL/flexibleServers", "Microsoft.Network/virtualNetworks", "Microsoft.Network/privateDnsZones"}},
+		"datastore mysql": {kind: "datastore", config: `{"engine":"mysql","version":"8.0.21","instanceClass":"Standard_B1ms","allocatedStorageGB":20}`,
+			made: []string{"Microsoft.DBforMySQL/flexibleServers", "Microsoft.Network/virtualNetworks", "Microsoft.Network/privateDnsZones"}},
 		"kubernetes": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"system","instanceType":"Standard_D4s_v5","min":2,"max":4},{"name":"batch","instanceType":"Standard_D8s_v5","min":0,"max":10}]}`,
 			made: []string{"Microsoft.ContainerService/managedClusters", "Microsoft.ManagedIdentity/userAssignedIdentities",
 				"Microsoft.Network/virtualNetworks"}},
@@ -268,5 +288,32 @@ func TestVMPoolOnAzureIsRefused(t *testing.T) {
 	}
 	if calls := e.cloud.Calls(); len(calls) != 0 {
 		t.Fatalf("the refusal reached Azure: %v", calls)
+	}
+}
+
+// An account that names a Key Vault keeps its datastores' admin passwords there: the job holds
+// only the reference, the API never shows the value, and teardown purges the secret.
+func TestDatastorePasswordInKeyVault(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, nil, map[string]string{"keyVaultURL": "https://platform-kv.vault.azure.net/"})
+	j := e.create(t, "datastore", `{"engine":"postgres","version":"16","instanceClass":"Standard_D2ds_v5"}`)
+	j = waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+	kept := e.cloud.VaultSecrets("platform-kv")
+	if len(kept) != 1 || kept[0].Deleted || kept[0].Tags[azp.TagJob] != j.ID || len(kept[0].Value) < 16 {
+		t.Fatalf("the vault holds %+v; want the job's admin password", kept)
+	}
+	raw, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"azkv:https://platform-kv.vault.azure.net/secrets/`) {
+		t.Fatalf("the job does not keep a Key Vault reference: %s", raw)
+	}
+	if strings.Contains(string(raw), kept[0].Value) {
+		t.Fatal("the job's API answer holds the password")
+	}
+	e.teardown(t, j.ID)
+	if left := e.cloud.VaultSecrets("platform-kv"); len(left) != 0 {
+		t.Fatalf("after teardown the vault holds %+v; want the secret purged", left)
 	}
 }
