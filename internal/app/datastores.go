@@ -31,6 +31,9 @@ type DatastoreOptions struct {
 	// LeaseTTL overrides the pipeline's lease (5 minutes); crash tests shorten it so that a
 	// restarted server claims a dead one's job promptly.
 	LeaseTTL time.Duration
+	// AfterDo, if set, is called after each forward step's Do and before the engine records
+	// it (crash tests kill the process there).
+	AfterDo func(ctx context.Context, j *job.Job, step string)
 }
 
 // datastoreRecords is what the datastore family needs of the store: the records the service
@@ -61,12 +64,12 @@ func wireDatastores(o Options, st store.Full, sec *secrets.Vault, mods *provider
 	}
 	d := &datastoreParts{records: st, secrets: sec, outbound: o.Outbound, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
-	d.pipeline = &dspipe.Admitting{
+	d.pipeline = pipeline.Tuned{Pipeline: &dspipe.Admitting{
 		Pipeline: dspipe.New(dspipe.Options{Drivers: drivers, Secrets: sec, Poll: o.Datastores.Poll, Outbound: o.Outbound,
 			Forget: func(ctx context.Context, j *job.Job) error { return d.service().Forget(ctx, j) }}),
 		Secrets: sec,
 		TTL:     o.Datastores.LeaseTTL,
-	}
+	}, AfterDo: o.Datastores.AfterDo}
 	return d, nil
 }
 

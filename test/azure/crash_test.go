@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,7 @@ const (
 	envDataDir = "GW_AZURE_DATA_DIR"
 	envAddr    = "GW_AZURE_ADDR"
 	envCloud   = "GW_AZURE_CLOUD"    // the parent's azurefake URL
-	envCrashAt = "GW_AZURE_CRASH_AT" // step#n,...: SIGKILL after the n-th Do of the step
+	envCrashAt = "GW_AZURE_CRASH_AT" // step#n,...: SIGKILL after the n-th Do of the step (*: every step)
 	envMarkers = "GW_AZURE_MARKER_DIR"
 )
 
@@ -52,8 +53,11 @@ func serve() int {
 		n, _ := strconv.Atoi(string(b))
 		n++
 		_ = os.WriteFile(counter, []byte(strconv.Itoa(n)), 0o644)
-		if !crashAt[fmt.Sprintf("%s#%d", step, n)] {
+		if !crashAt[fmt.Sprintf("%s#%d", step, n)] && !crashAt[fmt.Sprintf("*#%d", n)] {
 			return
+		}
+		if _, err := os.Stat(filepath.Join(markers, "armed")); err != nil {
+			return // the test is still making its jobs
 		}
 		f, err := os.Create(filepath.Join(markers, fmt.Sprintf("%s.%s.%d.crash", j.ID, step, n)))
 		if err == nil {
@@ -66,9 +70,11 @@ func serve() int {
 	err := app.Run(ctx, app.Options{
 		Addr: os.Getenv(envAddr), DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,
 		PollInterval: 50 * time.Millisecond, ShutdownGrace: time.Second,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		AWS:    app.AWSOptions{Poll: 50 * time.Millisecond, LeaseTTL: time.Second, AfterDo: afterDo},
-		Azure:  app.AzureOptions{Transport: azurefake.Transport(os.Getenv(envCloud))},
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		AWS:        app.AWSOptions{Poll: 50 * time.Millisecond, LeaseTTL: time.Second, AfterDo: afterDo},
+		Datastores: app.DatastoreOptions{Poll: 50 * time.Millisecond, LeaseTTL: time.Second, AfterDo: afterDo},
+		Components: app.ComponentOptions{LeaseTTL: time.Second},
+		Azure:      app.AzureOptions{Transport: azurefake.Transport(os.Getenv(envCloud)), Poll: 10 * time.Millisecond},
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, err)
@@ -126,6 +132,26 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// waitUp waits for the server to answer, restarting it as often as it dies meanwhile: the
+// jobs it resumes may crash it again before it answers.
+func (c *child) waitUp(cl *client.Client) {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c.restartIfDead()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := cl.Do(ctx, http.MethodGet, "/api/spaces", nil, nil)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("server did not come up: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func waitUp(t *testing.T, cl *client.Client) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -143,79 +169,133 @@ func waitUp(t *testing.T, cl *client.Client) {
 	}
 }
 
-// TestCrashMidPipelineResumes SIGKILLs the server during a network job: right after the
-// first call of the network step (an operation started, its token not yet recorded), after a
-// later one (tokens recorded, operations in flight), and after the step that finishes the job.
-// Restarted each time, the server completes the job with exactly one PUT of each resource,
-// polls the operations it had recorded, and then tears it all down.
+// TestCrashMidPipelineResumes SIGKILLs the server during one job of every Azure family: after
+// the first call of every step (an operation started, its token not yet recorded) and after
+// the third (tokens recorded, operations in flight). Restarted each time, the server
+// completes every job: the network's resources are each PUT exactly once, every job holds
+// one of each thing it makes, the operations recorded before a crash are polled after it,
+// and teardown leaves nothing of any job.
 func TestCrashMidPipelineResumes(t *testing.T) {
 	t.Parallel()
 	cloud := azurefake.New(t)
-	crashes := []string{"create_network#1", "create_network#3", "create_network#7", "finalize#1"}
 	markers := t.TempDir()
 	addr := freeAddr(t)
 	c := &child{t: t}
 	c.env = append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr, envCloud+"="+cloud.URL,
-		envCrashAt+"="+strings.Join(crashes, ","), envMarkers+"="+markers)
+		envCrashAt+"=*#1,*#3", envMarkers+"="+markers)
 	c.start()
 	t.Cleanup(c.stop)
 	cl := client.New("http://"+addr, childToken)
 	waitUp(t, cl)
-	e := &env{cloud: cloud, space: newSpace(t, cl, cloud.URL, nil)}
+	e := &env{cloud: cloud, space: newSpaceWith(t, cl, cloud.URL, nil, map[string]string{"keyVaultURL": "https://crash-kv.vault.azure.net/"})}
 
-	var j job.Job
-	if err := cl.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
-		map[string]any{"spaceID": e.space.ID, "kind": "network", "config": map[string]any{"cidr": "10.50.0.0/16"}}, &j); err != nil {
+	jobs := map[string]struct {
+		kind, config string
+		made         map[string]int // resource type → how many the job holds when done
+	}{
+		"network": {"network", `{"cidr":"10.50.0.0/16"}`, map[string]int{"Microsoft.Network/virtualNetworks": 1,
+			"Microsoft.Network/natGateways": 1, "Microsoft.Network/publicIPAddresses": 1, "Microsoft.Network/networkSecurityGroups": 1}},
+		"registry": {"registry", `{"name":"crash-images"}`, map[string]int{"Microsoft.ContainerRegistry/registries": 1}},
+		"dns_zone": {"dns_zone", `{"domain":"crash.example.com"}`, map[string]int{"Microsoft.Network/dnszones": 1}},
+		"datastore": {"datastore", `{"engine":"postgres","version":"16","instanceClass":"Standard_D2ds_v5"}`,
+			map[string]int{"Microsoft.DBforPostgreSQL/flexibleServers": 1, "Microsoft.Network/virtualNetworks": 1}},
+		"kubernetes": {"kubernetes", `{"name":"crash","version":"1.30","nodeGroups":[{"name":"system","instanceType":"Standard_D4s_v5","min":1,"max":3}]}`,
+			map[string]int{"Microsoft.ContainerService/managedClusters": 1, "Microsoft.ManagedIdentity/userAssignedIdentities": 1,
+				"Microsoft.Network/virtualNetworks": 1}},
+	}
+	ids := map[string]string{}
+	for name, spec := range jobs {
+		var j job.Job
+		if err := cl.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
+			map[string]any{"spaceID": e.space.ID, "kind": spec.kind, "config": json.RawMessage(spec.config)}, &j); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		ids[name] = j.ID
+	}
+	if err := os.WriteFile(filepath.Join(markers, "armed"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	restarts := 0
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if c.restartIfDead() {
-			restarts++
-			waitUp(t, cl)
+	deadline := time.Now().Add(3 * time.Minute)
+	for name, id := range ids {
+		for {
+			if c.restartIfDead() {
+				restarts++
+				c.waitUp(cl)
+			}
+			var got job.Job
+			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
+			if err == nil && got.Status == job.StatusCompleted {
+				break
+			}
+			if err == nil && got.Status == job.StatusFailed {
+				t.Fatalf("%s job failed: %+v", name, got.Failure)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s job not completed after %d restarts: %v %v", name, restarts, got.Status, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		var got job.Job
-		err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+j.ID, nil, &got)
-		if err == nil && got.Status == job.StatusCompleted {
-			break
-		}
-		if err == nil && got.Status == job.StatusFailed {
-			t.Fatalf("job failed: %+v", got.Failure)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job not completed after %d restarts: %v %v", restarts, got.Status, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	done, _ := filepath.Glob(filepath.Join(markers, "*.crash"))
-	if len(done) != len(crashes) {
-		t.Fatalf("crashed %d times (%v), want %d (%v)", len(done), done, len(crashes), crashes)
+	crashed, _ := filepath.Glob(filepath.Join(markers, "*.crash"))
+	for name, id := range ids {
+		n, _ := filepath.Glob(filepath.Join(markers, id+".*.crash"))
+		if len(n) == 0 {
+			t.Errorf("the %s job never crashed", name)
+		}
 	}
 	puts := map[string]int{}
 	for _, call := range cloud.Calls() {
-		if strings.HasPrefix(call, "PUT ") && strings.Contains(call, "/providers/") {
+		if strings.HasPrefix(call, "PUT ") && strings.Contains(call, "/gw-"+strings.ToLower(ids["network"][len(ids["network"])-12:])) {
 			puts[call]++
 		}
 	}
 	if len(puts) != 4 {
-		t.Errorf("PUTs %v; want one each of the NSG, NAT IP, NAT gateway and VNet", puts)
+		t.Errorf("the network's PUTs %v; want one each of the NSG, NAT IP, NAT gateway and VNet", puts)
 	}
 	for call, n := range puts {
 		if n != 1 {
 			t.Errorf("%s sent %d times across the crashes", call, n)
 		}
 	}
+	for name, spec := range jobs {
+		have := tagged(cloud, ids[name])
+		for typ, n := range spec.made {
+			if have[typ] != n {
+				t.Errorf("%s holds %d of %s after the crashes, want %d (all: %v)", name, have[typ], typ, n, have)
+			}
+		}
+	}
 	if cloud.OperationPolls() == 0 {
 		t.Error("no operation was polled: the restarted server did not resume from the recorded tokens")
 	}
-	t.Logf("%d restarts, %d operation polls", restarts, cloud.OperationPolls())
+	t.Logf("%d crashes, %d restarts, %d operation polls", len(crashed), restarts, cloud.OperationPolls())
 
-	if err := cl.Do(testCtx(t), http.MethodDelete, "/api/provisioning-jobs/"+j.ID, nil, nil); err != nil {
-		t.Fatal(err)
+	for name, id := range ids {
+		if err := cl.Do(testCtx(t), http.MethodDelete, "/api/provisioning-jobs/"+id, nil, nil); err != nil {
+			t.Fatalf("delete %s: %v", name, err)
+		}
 	}
-	waitStatus(t, cl, j.ID, job.StatusDeleted)
-	if left := tagged(cloud, j.ID); len(left) > 0 {
-		t.Fatalf("after teardown the subscription still holds %v of the job", left)
+	for name, id := range ids {
+		for {
+			if c.restartIfDead() {
+				c.waitUp(cl)
+			}
+			var got job.Job
+			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
+			if err == nil && got.Status == job.StatusDeleted {
+				break
+			}
+			if err == nil && got.Status == job.StatusFailed || time.Now().After(deadline) {
+				t.Fatalf("%s teardown: %v %+v %v", name, got.Status, got.Failure, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if left := tagged(cloud, id); len(left) > 0 {
+			t.Errorf("after teardown the subscription still holds %v of the %s job", left, name)
+		}
+	}
+	if left := cloud.VaultSecrets("crash-kv"); len(left) != 0 {
+		t.Errorf("after teardown the vault holds %+v", left)
 	}
 }
