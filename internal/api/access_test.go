@@ -182,22 +182,29 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	cases := map[string]struct {
 		body, field string
 	}{
-		"gcp wrong method":        {`{"name":"g","provider":"gcp","authMethod":"static_keys"}`, "authMethod"},
-		"gcp sa without key":      {`{"name":"g","provider":"gcp","authMethod":"service_account"}`, "credentials.serviceAccountKey"},
-		"azure sp without secret": {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c"}}`, "credentials.clientSecret"},
-		"aws temp without token":  {`{"name":"a","provider":"aws","authMethod":"temporary_credentials","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentials.sessionToken"},
-		"aws assume without arn":  {`{"name":"a","provider":"aws","authMethod":"assume_role"}`, "credentials.roleArn"},
-		"unknown credential":      {`{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"a","secretAccessKey":"b","password":"x"}}`, "credentials.password"},
-		"bad level":               {`{"name":"l","provider":"local","permissionLevel":"admin"}`, "permissionLevel"},
-		"ref and credentials":     {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentialsRef"},
-		"a reference alone":       {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1"}`, "credentialsRef"},
-		"managed flag sent":       {`{"name":"a","provider":"local","config":{"managedCredentials":true}}`, "config.managedCredentials"},
+		"gcp wrong method":         {`{"name":"g","provider":"gcp","authMethod":"static_keys"}`, "authMethod"},
+		"gcp sa without key":       {`{"name":"g","provider":"gcp","authMethod":"service_account"}`, "credentials.serviceAccountKey"},
+		"azure sp without secret":  {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c"}}`, "credentials.clientSecret"},
+		"azure sp secret and cert": {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c","clientSecret":"s","clientCertificate":"pem"}}`, "credentials.clientSecret"},
+		"azure none no endpoint":   {`{"name":"z","provider":"azure","authMethod":"none","config":{"subscriptionId":"s"}}`, "config.endpoint"},
+		"azure endpoint metadata":  {`{"name":"z","provider":"azure","authMethod":"none","config":{"endpoint":"http://169.254.169.254/"}}`, "config.endpoint"},
+		"aws temp without token":   {`{"name":"a","provider":"aws","authMethod":"temporary_credentials","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentials.sessionToken"},
+		"aws assume without arn":   {`{"name":"a","provider":"aws","authMethod":"assume_role"}`, "credentials.roleArn"},
+		"unknown credential":       {`{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"a","secretAccessKey":"b","password":"x"}}`, "credentials.password"},
+		"bad level":                {`{"name":"l","provider":"local","permissionLevel":"admin"}`, "permissionLevel"},
+		"ref and credentials":      {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentialsRef"},
+		"a reference alone":        {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1"}`, "credentialsRef"},
+		"managed flag sent":        {`{"name":"a","provider":"local","config":{"managedCredentials":true}}`, "config.managedCredentials"},
 	}
 	for name, c := range cases {
 		got := e.call(t, admin, "POST", "/api/cloud-accounts", c.body)
 		if got.status != 400 || !strings.Contains(got.raw, `"field":"`+c.field+`"`) {
 			t.Errorf("%s: %d %s", name, got.status, got.raw)
 		}
+	}
+	cert := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t1","clientId":"c1","clientCertificate":"-----BEGIN CERTIFICATE-----"}}`)
+	if cert.status != 201 || strings.Contains(cert.raw, "BEGIN CERTIFICATE") {
+		t.Fatalf("azure service principal with a certificate: %d %s", cert.status, cert.raw)
 	}
 	wif := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"z","provider":"azure","authMethod":"workload_identity_federation","credentials":{"tenantId":"t1","clientId":"c1"}}`)
 	if wif.status != 201 || !strings.Contains(wif.raw, `"tenantId":"t1"`) {

@@ -23,6 +23,9 @@ import (
 // authMethod describes one way to authenticate to a cloud: the credential fields it needs.
 type authMethod struct {
 	required []string
+	// oneOf, when set, are credential fields of which exactly one is required (a service
+	// principal's secret or its certificate).
+	oneOf []string
 	// public fields are copied into the account's config too (they identify, they do not
 	// authenticate), so the account shows them without revealing anything.
 	public []string
@@ -43,7 +46,7 @@ var authMethods = map[string]map[string]authMethod{
 		"default":         {},
 	},
 	"azure": {
-		"service_principal":            {required: []string{"tenantId", "clientId", "clientSecret"}, public: []string{"tenantId", "clientId", "subscriptionId"}},
+		"service_principal":            {required: []string{"tenantId", "clientId"}, oneOf: []string{"clientSecret", "clientCertificate"}, public: []string{"tenantId", "clientId", "subscriptionId"}},
 		"workload_identity_federation": {required: []string{"tenantId", "clientId"}, public: []string{"tenantId", "clientId", "subscriptionId"}},
 		"default":                      {public: []string{"subscriptionId"}},
 		// none sends no credential: only for an Azure-compatible test target named by
@@ -158,9 +161,21 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 					Message: "is required for " + req.Provider + " " + req.AuthMethod})
 			}
 		}
+		if len(m.oneOf) > 0 {
+			given := 0
+			for _, k := range m.oneOf {
+				if strings.TrimSpace(req.Credentials[k]) != "" {
+					given++
+				}
+			}
+			if given != 1 {
+				fields = append(fields, FieldError{Field: "credentials." + m.oneOf[0], Rule: "oneOf",
+					Message: "exactly one of " + strings.Join(m.oneOf, ", ") + " is required for " + req.Provider + " " + req.AuthMethod})
+			}
+		}
 	}
 	allowed := map[string]bool{"subscriptionId": true, "projectId": true, "externalId": true}
-	for _, k := range m.required {
+	for _, k := range append(m.required, m.oneOf...) {
 		allowed[k] = true
 	}
 	for k := range req.Credentials {

@@ -53,6 +53,9 @@ type Account struct {
 	TenantID       string
 	ClientID       string
 	ClientSecret   string
+	// ClientCertificate is a service principal's certificate and private key (PEM), used
+	// when there is no ClientSecret.
+	ClientCertificate string
 	// TokenFile is the federated token of workload identity (default: the SDK reads
 	// AZURE_FEDERATED_TOKEN_FILE).
 	TokenFile string
@@ -141,6 +144,19 @@ func credential(a Account, c cloud.Configuration) (azcore.TokenCredential, error
 	co := azcore.ClientOptions{Cloud: c}
 	switch a.AuthMethod {
 	case AuthServicePrincipal:
+		if a.ClientSecret == "" && a.ClientCertificate != "" {
+			certs, key, err := azidentity.ParseCertificates([]byte(a.ClientCertificate), nil)
+			if err != nil {
+				return nil, fault.UserAction(fmt.Errorf("service principal certificate: %w", err), "CredentialsInvalid",
+					"Store clientCertificate as the PEM of the certificate and its unencrypted private key.", "")
+			}
+			cred, err := azidentity.NewClientCertificateCredential(a.TenantID, a.ClientID, certs, key, &azidentity.ClientCertificateCredentialOptions{ClientOptions: co})
+			if err != nil {
+				return nil, fault.UserAction(fmt.Errorf("service principal: %w", err), "CredentialsInvalid",
+					"Store the account's credentials as tenantId, clientId and clientCertificate of an app registration.", "")
+			}
+			return cred, nil
+		}
 		cred, err := azidentity.NewClientSecretCredential(a.TenantID, a.ClientID, a.ClientSecret, &azidentity.ClientSecretCredentialOptions{ClientOptions: co})
 		if err != nil {
 			return nil, fault.UserAction(fmt.Errorf("service principal: %w", err), "CredentialsInvalid",

@@ -89,10 +89,13 @@ func (m *Module) Classify(err error) error { return (&Client{}).Classify(err) }
 
 // accountCredentials is the JSON an Azure account's credentials secret holds.
 type accountCredentials struct {
-	TenantID       string `json:"tenantId"`
-	ClientID       string `json:"clientId"`
-	ClientSecret   string `json:"clientSecret"`
-	SubscriptionID string `json:"subscriptionId"`
+	TenantID     string `json:"tenantId"`
+	ClientID     string `json:"clientId"`
+	ClientSecret string `json:"clientSecret"`
+	// ClientCertificate is the PEM of the service principal's certificate and its private
+	// key, instead of a secret.
+	ClientCertificate string `json:"clientCertificate"`
+	SubscriptionID    string `json:"subscriptionId"`
 }
 
 // accountConfig is what an Azure account's public config (and a space's config) may say.
@@ -171,6 +174,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		}
 		secretValue = v
 		a.TenantID, a.ClientID, a.ClientSecret = firstOf(c.TenantID, a.TenantID), firstOf(c.ClientID, a.ClientID), c.ClientSecret
+		a.ClientCertificate = c.ClientCertificate
 		a.SubscriptionID = firstOf(c.SubscriptionID, a.SubscriptionID)
 	}
 	sum := sha256.Sum256([]byte(secretValue))
