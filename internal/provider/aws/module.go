@@ -42,9 +42,7 @@ type Records interface {
 }
 
 // Vault reads a cloud account's credentials as the account (*secrets.Vault has it).
-type Vault interface {
-	For(owner secrets.Owner) secrets.SecretStore
-}
+type Vault = provider.CredentialVault
 
 // ModuleOptions configure the AWS module.
 type ModuleOptions struct {
@@ -133,18 +131,11 @@ func (m *Module) resolve(ctx context.Context, j *job.Job) (*opened, error) {
 		return nil, fault.UserAction(fmt.Errorf("job %s is on provider %q", j.ID, j.Provider), "WrongProvider",
 			string(j.Family)+" jobs on this server run on AWS spaces only.", "")
 	}
-	sp, err := m.o.Records.GetSpace(ctx, j.OrgID, j.SpaceID)
+	sa, err := provider.OpenSpaceAccount(ctx, m.o.Records, m.o.Vault, j.OrgID, j.SpaceID, "an AWS cloud account")
 	if err != nil {
-		return nil, lookupErr("space "+j.SpaceID, err)
+		return nil, err
 	}
-	if sp.CloudAccountID == "" {
-		return nil, fault.UserAction(fmt.Errorf("space %s names no cloud account", sp.ID), "NoCloudAccount",
-			"Give the space a cloudAccountID of an AWS cloud account.", "")
-	}
-	acc, err := m.o.Records.GetCloudAccount(ctx, j.OrgID, sp.CloudAccountID)
-	if err != nil {
-		return nil, lookupErr("cloud account "+sp.CloudAccountID, err)
-	}
+	sp, acc, secretValue := sa.Space, sa.Account, sa.Credentials
 	account := Account{AuthMethod: AuthMethod(acc.AuthMethod), Region: sp.Region, Tracer: m.o.Tracer, Outbound: m.o.Outbound}
 	if account.Region == "" {
 		account.Region = acc.Region
@@ -154,25 +145,12 @@ func (m *Module) resolve(ctx context.Context, j *job.Job) (*opened, error) {
 		_ = json.Unmarshal(acc.Config, &cfg) // unknown shapes mean "no overrides"
 	}
 	account.RoleARN, account.ExternalID, account.Endpoint = cfg.RoleARN, cfg.ExternalID, cfg.Endpoint
-	secretValue := ""
-	if acc.CredentialsRef != "" {
-		if m.o.Vault == nil {
-			return nil, fault.System(errors.New("cloud account credentials by reference, but this server has no secret store"))
-		}
-		v, err := m.o.Vault.For(secrets.Owner{OrgID: acc.OrgID, Kind: secrets.OwnerAccount, ID: acc.ID}).Get(ctx, acc.CredentialsRef)
-		if errors.Is(err, secrets.ErrNotFound) {
-			return nil, fault.UserAction(fmt.Errorf("credentials of %s: %w", acc.ID, err), "CredentialsMissing",
-				"The cloud account's credentials secret is gone; update the account's credentials.", "")
-		}
-		if err != nil {
-			return nil, fault.Transient(fmt.Errorf("read credentials of %s: %w", acc.ID, err))
-		}
+	if secretValue != "" {
 		var c accountCredentials
-		if err := json.Unmarshal([]byte(v), &c); err != nil {
+		if err := json.Unmarshal([]byte(secretValue), &c); err != nil {
 			return nil, fault.UserAction(fmt.Errorf("credentials of %s are not a JSON object", acc.ID), "CredentialsInvalid",
 				"Store the account's credentials as accessKeyId/secretAccessKey (and sessionToken or roleArn).", "")
 		}
-		secretValue = v
 		account.AccessKeyID, account.SecretAccessKey, account.SessionToken = c.AccessKeyID, c.SecretAccessKey, c.SessionToken
 		if c.RoleARN != "" {
 			account.RoleARN = c.RoleARN
@@ -210,13 +188,6 @@ func opening[T any](ctx context.Context, m *Module, j *job.Job, mk func(*opened)
 		return zero, err
 	}
 	return mk(o), nil
-}
-
-func lookupErr(what string, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return fault.UserAction(fmt.Errorf("%s: %w", what, err), "NotFound", "The job's "+what+" was deleted; recreate it.", "")
-	}
-	return fault.Transient(fmt.Errorf("read %s: %w", what, err))
 }
 
 // VMPoolDriver implements provider.VMPoolDrivers.
@@ -261,7 +232,7 @@ func (m *Module) DatastoreDriver() dspipe.Driver {
 	return DatastoreDriver{Resolve: func(ctx context.Context, jobID string) (Placement, error) {
 		j, err := m.o.Records.GetJob(ctx, &store.GetJobParams{ID: jobID})
 		if err != nil {
-			return Placement{}, lookupErr("job "+jobID, err)
+			return Placement{}, provider.LookupErr("job "+jobID, err)
 		}
 		o, err := m.resolve(ctx, j)
 		if err != nil {
@@ -331,7 +302,7 @@ func (m *Module) SecretStoreFor(ctx context.Context, key string) (secrets.Secret
 		// Without its job the secret's account cannot be reached.
 		return nil, fmt.Errorf("secret %s: job %s is gone: %w", key, jobID, errors.Join(secrets.ErrNotFound, err))
 	case err != nil:
-		return nil, lookupErr("job "+jobID, err)
+		return nil, provider.LookupErr("job "+jobID, err)
 	}
 	if !isARN && (j.Family != job.FamilyDatastore || j.Provider != Name) {
 		return nil, nil

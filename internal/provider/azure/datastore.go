@@ -16,6 +16,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -59,7 +60,7 @@ func (m *Module) DatastoreDriver() dspipe.Driver {
 	return DatastoreDriver{Resolve: func(ctx context.Context, jobID string) (Placement, error) {
 		j, err := m.o.Records.GetJob(ctx, &store.GetJobParams{ID: jobID})
 		if err != nil {
-			return Placement{}, lookupErr("job "+jobID, err)
+			return Placement{}, provider.LookupErr("job "+jobID, err)
 		}
 		c, err := m.Client(ctx, j)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/security/keyvault/azsecrets"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -178,7 +179,7 @@ func (m *Module) SecretStoreFor(ctx context.Context, key string) (secrets.Secret
 	case errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("secret %s: job %s is gone: %w", key, jobID, errors.Join(secrets.ErrNotFound, err))
 	case err != nil:
-		return nil, lookupErr("job "+jobID, err)
+		return nil, provider.LookupErr("job "+jobID, err)
 	}
 	if j.Provider != Name || (!isRef && j.Family != job.FamilyDatastore) {
 		return nil, nil

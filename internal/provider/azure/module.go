@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/netguard"
 	"github.com/groundworkhq/groundwork/internal/provider"
-	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -32,9 +30,7 @@ type Records interface {
 }
 
 // Vault reads a cloud account's credentials as the account (*secrets.Vault has it).
-type Vault interface {
-	For(owner secrets.Owner) secrets.SecretStore
-}
+type Vault = provider.CredentialVault
 
 // ModuleOptions configure the Azure module.
 type ModuleOptions struct {
@@ -126,18 +122,11 @@ func (m *Module) Client(ctx context.Context, j *job.Job) (*Client, error) {
 
 // ClientFor opens (or reuses) the Azure client of a space.
 func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client, error) {
-	sp, err := m.o.Records.GetSpace(ctx, orgID, spaceID)
+	sa, err := provider.OpenSpaceAccount(ctx, m.o.Records, m.o.Vault, orgID, spaceID, "an Azure cloud account")
 	if err != nil {
-		return nil, lookupErr("space "+spaceID, err)
+		return nil, err
 	}
-	if sp.CloudAccountID == "" {
-		return nil, fault.UserAction(fmt.Errorf("space %s names no cloud account", sp.ID), "NoCloudAccount",
-			"Give the space a cloudAccountID of an Azure cloud account.", "")
-	}
-	acc, err := m.o.Records.GetCloudAccount(ctx, orgID, sp.CloudAccountID)
-	if err != nil {
-		return nil, lookupErr("cloud account "+sp.CloudAccountID, err)
-	}
+	sp, acc, secretValue := sa.Space, sa.Account, sa.Credentials
 	var cfg, spaceCfg accountConfig
 	if len(acc.Config) > 0 {
 		_ = json.Unmarshal(acc.Config, &cfg) // unknown shapes mean "no overrides"
@@ -154,25 +143,12 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 	if rg := firstOf(spaceCfg.ExistingResourceGroup, cfg.ExistingResourceGroup); rg != "" {
 		a.ResourceGroup, a.ExistingResourceGroup = rg, true
 	}
-	secretValue := ""
-	if acc.CredentialsRef != "" {
-		if m.o.Vault == nil {
-			return nil, fault.System(errors.New("cloud account credentials by reference, but this server has no secret store"))
-		}
-		v, err := m.o.Vault.For(secrets.Owner{OrgID: acc.OrgID, Kind: secrets.OwnerAccount, ID: acc.ID}).Get(ctx, acc.CredentialsRef)
-		if errors.Is(err, secrets.ErrNotFound) {
-			return nil, fault.UserAction(fmt.Errorf("credentials of %s: %w", acc.ID, err), "CredentialsMissing",
-				"The cloud account's credentials secret is gone; update the account's credentials.", "")
-		}
-		if err != nil {
-			return nil, fault.Transient(fmt.Errorf("read credentials of %s: %w", acc.ID, err))
-		}
+	if secretValue != "" {
 		var c accountCredentials
-		if err := json.Unmarshal([]byte(v), &c); err != nil {
+		if err := json.Unmarshal([]byte(secretValue), &c); err != nil {
 			return nil, fault.UserAction(fmt.Errorf("credentials of %s are not a JSON object", acc.ID), "CredentialsInvalid",
-				"Store the account's credentials as tenantId, clientId and clientSecret (and subscriptionId).", "")
+				"Store the account's credentials as tenantId, clientId and clientSecret or clientCertificate (and subscriptionId).", "")
 		}
-		secretValue = v
 		a.TenantID, a.ClientID, a.ClientSecret = firstOf(c.TenantID, a.TenantID), firstOf(c.ClientID, a.ClientID), c.ClientSecret
 		a.ClientCertificate = c.ClientCertificate
 		a.SubscriptionID = firstOf(c.SubscriptionID, a.SubscriptionID)
@@ -190,13 +166,6 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 	}
 	m.open[key] = c
 	return c, nil
-}
-
-func lookupErr(what string, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return fault.UserAction(fmt.Errorf("%s: %w", what, err), "NotFound", "The "+what+" no longer exists.", "")
-	}
-	return fault.Transient(fmt.Errorf("%s: %w", what, err))
 }
 
 func firstOf(vs ...string) string {
