@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -25,6 +23,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 	awsp "github.com/groundworkhq/groundwork/internal/provider/aws"
+	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
 )
 
 // Environment of a child server.
@@ -80,58 +79,6 @@ func serve() int {
 	return 0
 }
 
-// child is the server process, restarted whenever it dies, until the test ends.
-type child struct {
-	t       *testing.T
-	env     []string
-	addr    string
-	crashes chan struct{}
-	cmd     *exec.Cmd
-	exited  chan struct{}
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func (c *child) start() {
-	c.t.Helper()
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = c.env
-	c.cmd.Stderr = c.t.Output()
-	if err := c.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	c.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(c.cmd, c.exited)
-}
-
-// alive restarts the server if it died, reporting whether it had.
-func (c *child) restartIfDead() bool {
-	select {
-	case <-c.exited:
-		c.start()
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(20 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
-}
-
 // TestCrashBetweenCloudCallAndCheckpoint kills the server (SIGKILL) right after each cloud
 // step of a vm_pool job with a load balancer and of a registry job, before the checkpoint;
 // restarted, the server finishes both jobs with exactly one of each resource in moto. The
@@ -142,14 +89,12 @@ func TestCrashBetweenCloudCallAndCheckpoint(t *testing.T) {
 	steps := []string{"create_network", "create_iam", "create_launch_template", "create_vms", "create_load_balancer",
 		"create_target_group", "create_listeners", "create_repository"}
 	markers := t.TempDir()
-	c := &child{t: t, addr: freeAddr(t)}
-	c.env = append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+c.addr,
-		envCrashAt+"="+strings.Join(steps, ","), envMarkers+"="+markers, "AWS_ENDPOINT_URL="+endpoint)
-	c.start()
-	t.Cleanup(c.stop)
-	cl := client.New("http://"+c.addr, childToken)
-	waitUp(t, cl)
-	e := newEnvOn(t, &apptest.Server{URL: "http://" + c.addr, Token: childToken, Client: cl}, endpoint, false)
+	addr := childserver.FreeAddr(t)
+	c := childserver.Start(t, append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr,
+		envCrashAt+"="+strings.Join(steps, ","), envMarkers+"="+markers, "AWS_ENDPOINT_URL="+endpoint))
+	cl := client.New("http://"+addr, childToken)
+	c.WaitUp(cl)
+	e := newEnvOn(t, &apptest.Server{URL: "http://" + addr, Token: childToken, Client: cl}, endpoint, false)
 
 	pool := e.create(t, "vm_pool", `{"name":"web","instanceType":"t3.micro","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80,443]}`)
 	reg := e.create(t, "registry", `{"name":"crash-images"}`)
@@ -157,9 +102,9 @@ func TestCrashBetweenCloudCallAndCheckpoint(t *testing.T) {
 	deadline := time.Now().Add(4 * time.Minute)
 	for _, id := range []string{pool.ID, reg.ID} {
 		for {
-			if c.restartIfDead() {
+			if c.RestartIfDead() {
 				restarts++
-				waitUp(t, cl)
+				c.WaitUp(cl)
 			}
 			var j job.Job
 			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &j)
@@ -217,23 +162,5 @@ func TestCrashBetweenCloudCallAndCheckpoint(t *testing.T) {
 	e.teardown(t, reg.ID)
 	if left := e.leftovers(t, pool); len(left) > 0 {
 		t.Fatalf("after teardown, moto still holds %v", left)
-	}
-}
-
-// waitUp polls the server until it answers.
-func waitUp(t *testing.T, cl *client.Client) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := cl.Do(ctx, http.MethodGet, "/api/spaces", nil, nil)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/remediation"
+	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
 )
 
 // countingProxy forwards to moto and counts the EC2 StopInstances calls that pass.
@@ -51,14 +52,12 @@ func TestRemediationSurvivesSIGKILL(t *testing.T) {
 	endpoint := motoEnv.Endpoint(t)
 	proxy, stops := countingProxy(t, endpoint)
 	markers := t.TempDir()
-	c := &child{t: t, addr: freeAddr(t)}
-	c.env = append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+c.addr,
-		envCrashAt+"=approval,execute", envMarkers+"="+markers, "AWS_ENDPOINT_URL="+proxy)
-	c.start()
-	t.Cleanup(c.stop)
-	cl := client.New("http://"+c.addr, childToken)
-	waitUp(t, cl)
-	e := newEnvOn(t, &apptest.Server{URL: "http://" + c.addr, Token: childToken, Client: cl}, endpoint, false)
+	addr := childserver.FreeAddr(t)
+	c := childserver.Start(t, append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr,
+		envCrashAt+"=approval,execute", envMarkers+"="+markers, "AWS_ENDPOINT_URL="+proxy))
+	cl := client.New("http://"+addr, childToken)
+	c.WaitUp(cl)
+	e := newEnvOn(t, &apptest.Server{URL: "http://" + addr, Token: childToken, Client: cl}, endpoint, false)
 	id := e.runInstance(t)
 	j := e.remediate(t, remediation.ActionStop, remediation.TypeEC2Instance, id)
 
@@ -68,12 +67,8 @@ func TestRemediationSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("the server did not crash at the gate: %v", err)
 	}
 	// Killed while parked, the job is still parked after the restart, holding no lease.
-	if err := c.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-c.exited
-	c.start()
-	waitUp(t, cl)
+	c.Kill()
+	c.WaitUp(cl)
 	if got := getRemediation(t, cl, j.ID); got.Status != job.StatusAwaitingUser {
 		t.Fatalf("after a restart the parked job is %s", got.Status)
 	}
@@ -116,12 +111,12 @@ func TestRemediationSurvivesSIGKILL(t *testing.T) {
 }
 
 // untilStatus polls the job, restarting the server whenever it died, until it reaches want.
-func untilStatus(t *testing.T, c *child, cl *client.Client, id string, want job.Status) *remJob {
+func untilStatus(t *testing.T, c *childserver.Child, cl *client.Client, id string, want job.Status) *remJob {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if c.restartIfDead() {
-			waitUp(t, cl)
+		if c.RestartIfDead() {
+			c.WaitUp(cl)
 		}
 		var j remJob
 		err := cl.Do(testCtx(t), http.MethodGet, "/api/remediation-jobs/"+id, nil, &j)

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -22,6 +20,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
 )
 
 // Environment of a child server.
@@ -83,92 +82,6 @@ func serve() int {
 	return 0
 }
 
-// child is the server process, restarted whenever it dies, until the test ends.
-type child struct {
-	t      *testing.T
-	env    []string
-	cmd    *exec.Cmd
-	exited chan struct{}
-}
-
-func (c *child) start() {
-	c.t.Helper()
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = c.env
-	c.cmd.Stderr = c.t.Output()
-	if err := c.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	c.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(c.cmd, c.exited)
-}
-
-func (c *child) restartIfDead() bool {
-	select {
-	case <-c.exited:
-		c.start()
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(20 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// waitUp waits for the server to answer, restarting it as often as it dies meanwhile: the
-// jobs it resumes may crash it again before it answers.
-func (c *child) waitUp(cl *client.Client) {
-	c.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c.restartIfDead()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := cl.Do(ctx, http.MethodGet, "/api/spaces", nil, nil)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("server did not come up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func waitUp(t *testing.T, cl *client.Client) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := cl.Do(ctx, http.MethodGet, "/api/spaces", nil, nil)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not come up: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestCrashMidPipelineResumes SIGKILLs the server during one job of every Azure family: after
 // the first call of every step (an operation started, its token not yet recorded) and after
 // the third (tokens recorded, operations in flight). Restarted each time, the server
@@ -179,14 +92,11 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 	t.Parallel()
 	cloud := azurefake.New(t)
 	markers := t.TempDir()
-	addr := freeAddr(t)
-	c := &child{t: t}
-	c.env = append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr, envCloud+"="+cloud.URL,
-		envCrashAt+"=*#1,*#3", envMarkers+"="+markers)
-	c.start()
-	t.Cleanup(c.stop)
+	addr := childserver.FreeAddr(t)
+	c := childserver.Start(t, append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr, envCloud+"="+cloud.URL,
+		envCrashAt+"=*#1,*#3", envMarkers+"="+markers))
 	cl := client.New("http://"+addr, childToken)
-	waitUp(t, cl)
+	c.WaitUp(cl)
 	e := &env{cloud: cloud, space: newSpaceWith(t, cl, cloud.URL, nil, map[string]string{"keyVaultURL": "https://crash-kv.vault.azure.net/"})}
 
 	jobs := map[string]struct {
@@ -219,9 +129,9 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for name, id := range ids {
 		for {
-			if c.restartIfDead() {
+			if c.RestartIfDead() {
 				restarts++
-				c.waitUp(cl)
+				c.WaitUp(cl)
 			}
 			var got job.Job
 			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
@@ -278,8 +188,8 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 	}
 	for name, id := range ids {
 		for {
-			if c.restartIfDead() {
-				c.waitUp(cl)
+			if c.RestartIfDead() {
+				c.WaitUp(cl)
 			}
 			var got job.Job
 			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
