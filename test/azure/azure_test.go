@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 	azp "github.com/groundworkhq/groundwork/internal/provider/azure"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -183,9 +185,20 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 					t.Fatalf("after create the subscription holds %v of the job; want one %s", made, typ)
 				}
 			}
+			clusterSpace := ""
+			if tc.kind == "kubernetes" {
+				clusterSpace = checkClusterSpace(t, e, j)
+			}
 			e.teardown(t, j.ID)
 			if left := tagged(e.cloud, j.ID); len(left) > 0 {
 				t.Fatalf("after teardown the subscription still holds %v of the job", left)
+			}
+			if clusterSpace != "" {
+				err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/spaces/"+clusterSpace, nil, nil)
+				var ce *client.Error
+				if !errors.As(err, &ce) || ce.Status != http.StatusNotFound {
+					t.Fatalf("the cluster's space after teardown: %v; want it gone", err)
+				}
 			}
 			if g := groups(e.cloud); len(g) != 1 || g[0] != azp.GroupName(e.space.ID) {
 				t.Fatalf("resource groups after teardown: %v; want the space's own, kept", g)
@@ -316,4 +329,29 @@ func TestDatastorePasswordInKeyVault(t *testing.T) {
 	if left := e.cloud.VaultSecrets("platform-kv"); len(left) != 0 {
 		t.Fatalf("after teardown the vault holds %+v; want the secret purged", left)
 	}
+}
+
+// checkClusterSpace finds the space a kubernetes job registered for its AKS cluster: reached
+// with tokens minted from the account (nothing long-lived stored), at the cluster's endpoint,
+// trusting its CA.
+func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
+	t.Helper()
+	var infra struct {
+		Space struct {
+			ID string `json:"id"`
+		} `json:"space"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.Space.ID == "" {
+		t.Fatalf("the cluster job recorded no space: %s (%v)", j.Infra, err)
+	}
+	var sp store.Space
+	if err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/spaces/"+infra.Space.ID, nil, &sp); err != nil {
+		t.Fatalf("the cluster's space: %v", err)
+	}
+	cl, ok, err := api.SpaceClusterOf(&sp)
+	if err != nil || !ok || cl.Auth != kube.AuthCloudToken || cl.CredentialRef != "" || !strings.HasPrefix(cl.Endpoint, "https://") ||
+		len(cl.CAData) == 0 || sp.SpaceType != "kubernetes" || sp.Provider != "azure" {
+		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
+	}
+	return sp.ID
 }
