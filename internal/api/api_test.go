@@ -434,6 +434,18 @@ func TestCatalogValidationOnCreate(t *testing.T) {
 	if a.status != 400 || !strings.Contains(a.raw, "nodeGroups[0].min") {
 		t.Fatalf("invalid node group: %d %s", a.status, a.raw)
 	}
+	const groups = `"nodeGroups":[{"name":"d","instanceType":"m5.large","min":1,"max":2}]`
+	if a := b.call(t, "POST", "/api/provisioning-jobs", `{"spaceID":"`+sp+`","kind":"kubernetes","config":{"name":"c","privateCluster":"true",`+groups+`}}`); a.status != 400 || !fieldNamed(a, "config.privateCluster") {
+		t.Fatalf("privateCluster as a string: %d %s; want 400 naming config.privateCluster", a.status, a.raw)
+	}
+	a = b.call(t, "POST", "/api/provisioning-jobs", `{"spaceID":"`+sp+`","kind":"kubernetes","config":{"name":"c","privateCluster":true,`+groups+`}}`)
+	if a.status != 201 {
+		t.Fatalf("private cluster: %d %s", a.status, a.raw)
+	}
+	cfg, _ := a.body["config"].(map[string]any)
+	if cfg["privateCluster"] != true {
+		t.Fatalf("private cluster job's config %v; want privateCluster true", a.body["config"])
+	}
 }
 
 type fakeFamily struct{ f job.Family }

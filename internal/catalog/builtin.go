@@ -107,7 +107,8 @@ func BuiltinTypes() []Type {
 			}
 		},
 		"vpcID": {"type":"string","minLength":1,"description":"an existing VPC; omitted, a network is created"},
-		"subnetIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true}
+		"subnetIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true},
+		"privateCluster": {"type":"boolean","default":false,"description":"the control plane's endpoint is reachable only from inside the cluster's network (EKS private endpoint access only, AKS private cluster); Groundwork must run where it can reach it, in the same VPC/VNet or a peered one, for the bootstrap components and the cluster space to work"}
 	}
 }`),
 			Outputs: []Output{

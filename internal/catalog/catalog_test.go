@@ -49,6 +49,7 @@ func TestInvalidConfigs(t *testing.T) {
 		{"kubernetes duplicate group", catalog.PairKubernetes, `{"name":"c","nodeGroups":[{"name":"a","instanceType":"t","min":1,"max":2},{"name":"a","instanceType":"t","min":1,"max":2}]}`, "nodeGroups[1].name", "unique"},
 		{"kubernetes bad version", catalog.PairKubernetes, `{"name":"c","version":"latest","nodeGroups":[{"name":"a","instanceType":"t","min":1,"max":2}]}`, "version", "pattern"},
 		{"kubernetes subnet not string", catalog.PairKubernetes, `{"name":"c","subnetIDs":[1],"nodeGroups":[{"name":"a","instanceType":"t","min":1,"max":2}]}`, "subnetIDs[0]", "type"},
+		{"kubernetes privateCluster not bool", catalog.PairKubernetes, `{"name":"c","privateCluster":"true","nodeGroups":[{"name":"a","instanceType":"t","min":1,"max":2}]}`, "privateCluster", "type"},
 		{"vm pool instance type missing", catalog.PairVMPool, `{"name":"p"}`, "instanceType", "required"},
 		{"vm pool bad mode", catalog.PairVMPool, `{"name":"p","instanceType":"t","mode":"spot"}`, "mode", "enum"},
 		{"vm pool port out of range", catalog.PairVMPool, `{"name":"p","instanceType":"t","listenerPorts":[80,70000]}`, "listenerPorts[1]", "maximum"},
@@ -124,7 +125,10 @@ func TestDefaultsApplied(t *testing.T) {
 		{"network empty", catalog.PairNetwork, ``, `{"azCount":2,"cidr":"10.0.0.0/16","peerVpcIDs":[]}`},
 		{"kubernetes keeps user values", catalog.PairKubernetes,
 			`{"name":"c","version":"1.29","nodeGroups":[{"name":"a","instanceType":"t","min":0,"max":1}]}`,
-			`{"name":"c","nodeGroups":[{"instanceType":"t","max":1,"min":0,"name":"a"}],"version":"1.29"}`},
+			`{"name":"c","nodeGroups":[{"instanceType":"t","max":1,"min":0,"name":"a"}],"privateCluster":false,"version":"1.29"}`},
+		{"kubernetes private cluster", catalog.PairKubernetes,
+			`{"name":"c","privateCluster":true,"nodeGroups":[{"name":"a","instanceType":"t","min":0,"max":1}]}`,
+			`{"name":"c","nodeGroups":[{"instanceType":"t","max":1,"min":0,"name":"a"}],"privateCluster":true,"version":"1.30"}`},
 		{"helm values default", catalog.PairHelmComponent, `{"componentID":"cert-manager"}`, `{"componentID":"cert-manager","values":{}}`},
 	}
 	for _, tc := range cases {

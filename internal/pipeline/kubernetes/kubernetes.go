@@ -53,6 +53,10 @@ type Config struct {
 	VPCID      string      `json:"vpcID,omitempty"`
 	SubnetIDs  []string    `json:"subnetIDs,omitempty"`
 	Components []string    `json:"components,omitempty"`
+	// PrivateCluster makes the control plane's endpoint reachable only from inside the
+	// cluster's network: the bootstrap components and the cluster space need Groundwork to
+	// run where it can reach it (the same VPC/VNet or a peered one).
+	PrivateCluster bool `json:"privateCluster,omitempty"`
 }
 
 // Network is what the network step records.

@@ -22,6 +22,9 @@ type ClusterSpec struct {
 	RoleARN          string
 	SubnetIDs        []string
 	SecurityGroupIDs []string
+	// Private turns the public endpoint off: the API server answers only inside the VPC
+	// (and networks peered with it).
+	Private bool
 }
 
 // NodeGroupSpec is one managed node group.
@@ -48,8 +51,9 @@ type Cluster struct {
 // stepCluster names the kubernetes family's cluster step, for idempotency keys.
 const stepCluster = "create_cluster"
 
-// EnsureCluster creates the EKS control plane (private and public endpoint, secrets
-// encryption left to the account's default key) or finds this job's.
+// EnsureCluster creates the EKS control plane (private and public endpoint, or the private
+// one alone when s.Private; secrets encryption left to the account's default key) or finds
+// this job's.
 func (p *Provider) EnsureCluster(ctx context.Context, s ClusterSpec) (Cluster, error) {
 	got, err := p.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &s.Name})
 	if err == nil {
@@ -64,7 +68,7 @@ func (p *Provider) EnsureCluster(ctx context.Context, s ClusterSpec) (Cluster, e
 	in := &eks.CreateClusterInput{
 		Name: &s.Name, RoleArn: &s.RoleARN, Tags: s.Tags.WithRole("eks-cluster").Map(),
 		ResourcesVpcConfig: &ekstypes.VpcConfigRequest{SubnetIds: s.SubnetIDs, SecurityGroupIds: s.SecurityGroupIDs,
-			EndpointPrivateAccess: ptr(true), EndpointPublicAccess: ptr(true)},
+			EndpointPrivateAccess: ptr(true), EndpointPublicAccess: ptr(!s.Private)},
 		// EKS's idempotency key: a retried create after a lost response is not a second cluster.
 		ClientRequestToken: ptr(clientToken(stepCluster, s.Tags.WithRole("eks-cluster"))),
 		AccessConfig:       &ekstypes.CreateAccessConfigRequest{AuthenticationMode: ekstypes.AuthenticationModeApiAndConfigMap, BootstrapClusterCreatorAdminPermissions: ptr(true)},

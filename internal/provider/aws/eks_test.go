@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 )
 
 func TestEKSClusterNodeGroupsAndToken(t *testing.T) {
@@ -115,4 +116,48 @@ func TestEKSClusterNodeGroupsAndToken(t *testing.T) {
 		}
 	}
 	deleteUntilDone(t, func() (bool, error) { return p.DeleteNetwork(ctx, tags) })
+}
+
+// privateCluster reaches EKS through the kubernetes driver as private endpoint access only;
+// without it the cluster keeps both endpoints.
+func TestEKSClusterEndpointAccess(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		private    bool
+		wantPublic bool
+	}{
+		{name: "public", private: false, wantPublic: true},
+		{name: "private", private: true, wantPublic: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, _ := testProvider(t, "eu-west-1")
+			ctx, tags := testCtx(t), testTags(t)
+			j := &job.Job{ID: tags.JobID, OrgID: tags.OrgID, Family: job.FamilyKubernetes}
+			net, err := p.EnsureNetwork(ctx, NetworkSpec{Tags: tags, NoNAT: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := KubernetesDriver{P: p}
+			roles, err := d.EnsureRoles(ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := kubernetes.Config{Name: "edge-" + tc.name, PrivateCluster: tc.private,
+				NodeGroups: []kubernetes.NodeGroup{{Name: "default", InstanceType: "m5.large", Min: 1, Max: 2}}}
+			cl, err := d.EnsureCluster(ctx, j, cfg, kubernetes.Network{VPCID: net.VPCID, SubnetIDs: net.PrivateSubnetIDs}, roles)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.eks.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &cl.Name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vc := got.Cluster.ResourcesVpcConfig
+			if vc == nil || !vc.EndpointPrivateAccess || vc.EndpointPublicAccess != tc.wantPublic {
+				t.Fatalf("resourcesVpcConfig %+v; want private access, public access %v", vc, tc.wantPublic)
+			}
+		})
+	}
 }

@@ -115,7 +115,7 @@ func (d KubernetesDriver) DeleteRoles(ctx context.Context, j *job.Job) error {
 }
 
 func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kubernetes.Config, n kubernetes.Network, r kubernetes.Roles) (kubernetes.Cluster, error) {
-	cl, err := d.P.EnsureCluster(ctx, ClusterSpec{Tags: JobTags(j), Name: c.Name, Version: c.Version, RoleARN: r.ClusterRole, SubnetIDs: n.SubnetIDs})
+	cl, err := d.P.EnsureCluster(ctx, ClusterSpec{Tags: JobTags(j), Name: c.Name, Version: c.Version, RoleARN: r.ClusterRole, SubnetIDs: n.SubnetIDs, Private: c.PrivateCluster})
 	out := kubernetes.Cluster{Name: cl.Name, ID: cl.ARN, Endpoint: cl.Endpoint, CAData: cl.CAData}
 	if err != nil || !cl.Ready {
 		return out, err

@@ -257,6 +257,15 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 	if cfg.Version != "" {
 		mc.Properties.KubernetesVersion = to.Ptr(cfg.Version)
 	}
+	if cfg.PrivateCluster {
+		// The API server gets a private endpoint in the cluster's VNet and a private FQDN in
+		// AKS's private DNS zone, which only the cluster's VNet is linked to. The public FQDN
+		// is kept: public DNS gives it the private endpoint's address, so a Groundwork in a
+		// peered VNet resolves it without a link to that zone. The endpoint read below takes
+		// it, and the private FQDN only when there is none.
+		mc.Properties.APIServerAccessProfile = &armcontainerservice.ManagedClusterAPIServerAccessProfile{
+			EnablePrivateCluster: to.Ptr(true), EnablePrivateClusterPublicFQDN: to.Ptr(true)}
+	}
 	ok, err := converge(ctx, d.C, ops, "create cluster", func(ctx context.Context) (State, error) {
 		v, err := mcs.Get(ctx, rg, clName, nil)
 		return stateOf(err, v.Tags, v.Properties, j)

@@ -312,6 +312,68 @@ func TestEnsureClusterResizesAPool(t *testing.T) {
 	}
 }
 
+// privateCluster asks AKS for a private cluster: the PUT carries enablePrivateCluster, the
+// cluster gets a private FQDN, and the endpoint on record is the public FQDN AKS keeps for a
+// private cluster (public DNS gives it the private address). A cluster not asked to be
+// private has no private FQDN.
+func TestEnsureClusterPrivate(t *testing.T) {
+	t.Parallel()
+	for _, private := range []bool{false, true} {
+		t.Run(map[bool]string{false: "public", true: "private"}[private], func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			c, cloud := testClient(t)
+			d := KubernetesDriver{C: c}
+			cfg := kubernetes.Config{Name: "priv", PrivateCluster: private,
+				NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}}
+			j := k8sJob("job_private01", cfg)
+			if err := ensureCluster(ctx, d, j, cfg); err != nil {
+				t.Fatal(err)
+			}
+			n, err := d.EnsureNetwork(ctx, j, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := d.EnsureRoles(ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := d.EnsureCluster(ctx, j, cfg, n, r)
+			if err != nil || !cl.Ready {
+				t.Fatalf("cluster %+v, %v", cl, err)
+			}
+
+			raw, ok := cloud.Raw(cl.ID)
+			if !ok {
+				t.Fatalf("no cluster %s", cl.ID)
+			}
+			var put struct {
+				Properties struct {
+					APIServerAccessProfile map[string]any `json:"apiServerAccessProfile"`
+					Fqdn                   string         `json:"fqdn"`
+					PrivateFQDN            string         `json:"privateFQDN"`
+				} `json:"properties"`
+			}
+			if err := json.Unmarshal(raw, &put); err != nil {
+				t.Fatal(err)
+			}
+			props := put.Properties
+			if got := props.APIServerAccessProfile["enablePrivateCluster"] == true; got != private {
+				t.Errorf("apiServerAccessProfile %v; want enablePrivateCluster %v", props.APIServerAccessProfile, private)
+			}
+			if private && props.APIServerAccessProfile["enablePrivateClusterPublicFQDN"] != true {
+				t.Errorf("apiServerAccessProfile %v; want the public FQDN kept", props.APIServerAccessProfile)
+			}
+			if (props.PrivateFQDN != "") != private || (private && !strings.Contains(props.PrivateFQDN, ".privatelink.westeurope.azmk8s.io")) {
+				t.Errorf("private FQDN %q; want one only for a private cluster", props.PrivateFQDN)
+			}
+			if props.Fqdn == "" || cl.Endpoint != "https://"+props.Fqdn {
+				t.Errorf("endpoint %q; want https://%s", cl.Endpoint, props.Fqdn)
+			}
+		})
+	}
+}
+
 // A cluster of the job's name that is not the job's is refused, not adopted.
 func TestEnsureClusterRefusesAClusterNotTheJobs(t *testing.T) {
 	t.Parallel()

@@ -237,13 +237,20 @@ func (c *Cloud) stampCluster(rg, id, name, location string, props map[string]any
 	if prefix == "" {
 		prefix = name
 	}
-	private := false
+	// A private cluster gets a private FQDN (in AKS's private DNS zone) and, unless
+	// enablePrivateClusterPublicFQDN is false, the public FQDN as well: AKS publishes it in
+	// public DNS with the private endpoint's address.
+	private, publicFQDN := false, true
 	if ap, ok := props["apiServerAccessProfile"].(map[string]any); ok {
 		private, _ = ap["enablePrivateCluster"].(bool)
+		if v, ok := ap["enablePrivateClusterPublicFQDN"].(bool); ok && private {
+			publicFQDN = v
+		}
 	}
 	if private {
 		keep("privateFQDN", fmt.Sprintf("%s-%s.%s.privatelink.%s.azmk8s.io", prefix, tag, newGUID(), location))
-	} else {
+	}
+	if publicFQDN {
 		keep("fqdn", fmt.Sprintf("%s-%s.hcp.%s.azmk8s.io", prefix, tag, location))
 		keep("azurePortalFQDN", fmt.Sprintf("%s-%s.portal.hcp.%s.azmk8s.io", prefix, tag, location))
 	}
