@@ -45,7 +45,15 @@ func serve() int {
 	markers := os.Getenv(envMarkers)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	afterDo := func(_ context.Context, j *job.Job, step string) {
+	afterDo := func(ctx context.Context, j *job.Job, step string) {
+		// Hold every step until the test has made all its jobs, so that no crash cuts a
+		// request short and every job's first steps are still ahead.
+		for {
+			if _, err := os.Stat(filepath.Join(markers, "armed")); err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		// Count this step's calls on disk, so that the count survives the crashes.
 		counter := filepath.Join(markers, j.ID+"."+step+".calls")
 		b, _ := os.ReadFile(counter)
@@ -55,9 +63,7 @@ func serve() int {
 		if !crashAt[fmt.Sprintf("%s#%d", step, n)] && !crashAt[fmt.Sprintf("*#%d", n)] {
 			return
 		}
-		if _, err := os.Stat(filepath.Join(markers, "armed")); err != nil {
-			return // the test is still making its jobs
-		}
+
 		f, err := os.Create(filepath.Join(markers, fmt.Sprintf("%s.%s.%d.crash", j.ID, step, n)))
 		if err == nil {
 			_ = f.Sync()
