@@ -343,7 +343,7 @@ func (p *Pipeline) waitReady(ctx context.Context, r *pipeline.Run) (pipeline.Res
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	pw, _, err := p.adminPassword(ctx, r)
+	pw, cr, err := p.adminPassword(ctx, r)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -371,6 +371,13 @@ func (p *Pipeline) waitReady(ctx context.Context, r *pipeline.Run) (pipeline.Res
 			msg = "waiting for the server to accept connections"
 		}
 		return pipeline.Wait(p.poll, msg, nil), nil
+	}
+	if st.AdminPassword != "" && st.AdminPassword != pw {
+		// The cloud made the credential; the reference register records stays the same, so
+		// only the value changes. A crash after this Put finds the values equal and goes on.
+		if _, err := p.secretsOf(r).Put(ctx, cr.SecretRef, st.AdminPassword); err != nil {
+			return pipeline.Result{}, fault.Transient(fmt.Errorf("store the admin password the cloud made: %w", err))
+		}
 	}
 	return pipeline.Done(nil), nil
 }

@@ -413,3 +413,72 @@ func TestUndoWaitsUntilGone(t *testing.T) {
 		t.Fatalf("server still recorded after teardown: %s", j.Infra)
 	}
 }
+
+// keyMaker is a cloud that makes its own admin credential, as Azure Cache for Redis does: it
+// ignores the password it is given and reports its key once the server is ready.
+type keyMaker struct {
+	key    string
+	looks  *int
+	gotPWs *[]string
+}
+
+func (k keyMaker) Check(context.Context, dspipe.CheckParams) (dspipe.CheckResult, error) {
+	return dspipe.CheckResult{Version: "7"}, nil
+}
+func (k keyMaker) Create(context.Context, dspipe.CreateParams) (dspipe.ServerInfo, error) {
+	return dspipe.ServerInfo{ID: "cache-1", Host: "cache-1.example", Port: 6380, AdminUser: "default", Version: "7"}, nil
+}
+func (k keyMaker) Status(_ context.Context, p dspipe.StatusParams) (dspipe.ServerStatus, error) {
+	*k.gotPWs = append(*k.gotPWs, p.AdminPassword)
+	if *k.looks++; *k.looks < 2 {
+		return dspipe.ServerStatus{Message: "creating"}, nil
+	}
+	return dspipe.ServerStatus{Ready: true, AdminPassword: k.key}, nil
+}
+func (k keyMaker) Delete(context.Context, dspipe.DeleteParams) (bool, error) { return true, nil }
+
+type noNetwork struct{}
+
+func (noNetwork) Ensure(context.Context, dspipe.NetworkParams) (map[string]any, error) {
+	return map[string]any{}, nil
+}
+func (noNetwork) Delete(context.Context, dspipe.NetworkParams) (bool, error) { return true, nil }
+
+// A key the cloud made replaces the stored admin password under the same reference, and goes
+// to neither infra nor the logs.
+func TestCloudMadePasswordReplacesStoredSecret(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const key = "Q2xvdWRNYWRlS2V5Rm9yVGhlQ2FjaGUxMjM0NTY3OD0="
+	var looks int
+	var got []string
+	b := setup(t, t.TempDir(), func(*local.Provider) map[string]dspipe.Driver {
+		return map[string]dspipe.Driver{"local": {Servers: keyMaker{key: key, looks: &looks, gotPWs: &got}, Network: noNetwork{}}}
+	})
+	j := newJob("job_cloudkey", job.ModeCreate, map[string]any{"engine": "redis"})
+	b.apply(t, j)
+
+	cred := infraOf[map[string]any](t, j, dspipe.InfraCredentials)
+	conn := infraOf[dspipe.ConnectionInfra](t, j, dspipe.InfraConnection)
+	if conn.SecretRef == "" || conn.SecretRef != cred["secretRef"] {
+		t.Fatalf("connection secret %q, credentials %v: want the same reference", conn.SecretRef, cred["secretRef"])
+	}
+	pw, err := b.jobSecrets(j.ID).Get(ctx, conn.SecretRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pw != key {
+		t.Fatalf("stored admin password = %q, want the key the cloud made", pw)
+	}
+	if len(got) < 2 || got[0] == key {
+		t.Fatalf("Status saw passwords %q; want the generated one first", got)
+	}
+	if strings.Contains(string(j.Infra), key) || strings.Contains(b.logs.String(), key) {
+		t.Fatal("the cloud's key is in infra or logs")
+	}
+	// A re-run finds the key already stored and keeps it.
+	b.apply(t, j)
+	if again, _ := b.jobSecrets(j.ID).Get(ctx, conn.SecretRef); again != key || got[len(got)-1] != key {
+		t.Fatalf("after a re-run: stored %q, Status given %q", again, got[len(got)-1])
+	}
+}

@@ -83,6 +83,11 @@ type StatusParams struct {
 type ServerStatus struct {
 	Ready   bool
 	Message string
+	// AdminPassword is set only by a cloud that makes its own credential (Azure Cache for
+	// Redis makes its access keys and takes none): with Ready, the pipeline replaces the
+	// stored admin secret's value with it, under the same reference, before the job goes on.
+	// It is never recorded in infra or logs.
+	AdminPassword string
 }
 
 // DeleteParams asks to remove one job's server.

@@ -120,7 +120,12 @@ func TestDriverConformance(t *testing.T) {
 			Options: opts,
 		})
 	})
-	for _, engine := range []ds.Engine{ds.EnginePostgres, ds.EngineMySQL} {
+	settings := map[ds.Engine]map[string]any{
+		ds.EnginePostgres: {"instanceClass": "Standard_D2ds_v5", "multiAZ": true},
+		ds.EngineMySQL:    {"instanceClass": "Standard_D2ds_v5", "multiAZ": true},
+		ds.EngineRedis:    {"instanceClass": "Premium_P1", "multiAZ": true},
+	}
+	for _, engine := range []ds.Engine{ds.EnginePostgres, ds.EngineMySQL, ds.EngineRedis} {
 		t.Run("datastore "+string(engine), func(t *testing.T) {
 			t.Parallel()
 			drivertest.Datastore(t, drivertest.Harness[dspipe.Driver, drivertest.DatastoreRequest]{
@@ -129,7 +134,7 @@ func TestDriverConformance(t *testing.T) {
 					c, cloud := testClient(t)
 					return datastoreOn(c), observe(cloud)
 				},
-				Config: drivertest.DatastoreRequest{Engine: engine, Settings: map[string]any{"instanceClass": "Standard_D2ds_v5", "multiAZ": true}},
+				Config: drivertest.DatastoreRequest{Engine: engine, Settings: settings[engine]},
 				// A version Azure does not offer.
 				Refusal: drivertest.Refusal[dspipe.Driver]{Class: job.ClassUserAction,
 					Call: func(ctx context.Context, d dspipe.Driver, _ *job.Job) error {

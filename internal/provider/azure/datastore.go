@@ -35,10 +35,8 @@ type PlacementResolver func(ctx context.Context, jobID string) (Placement, error
 
 // DatastoreDriver serves the datastore pipeline on Azure: PostgreSQL and MySQL flexible
 // servers, each in a subnet of the job's own virtual network delegated to the service, with
-// no public access, resolved through a private DNS zone linked to that network.
-//
-// Redis is refused: Azure Cache for Redis makes its own access keys and takes none, so the
-// administrator password the pipeline gives and stores could not be the one that works.
+// no public access, resolved through a private DNS zone linked to that network; and Redis on
+// Azure Cache for Redis (redis.go), whose own access key replaces the pipeline's password.
 type DatastoreDriver struct{ Resolve PlacementResolver }
 
 // DatastoreNetwork serves the datastore pipeline's Network on Azure.
@@ -88,11 +86,7 @@ func engineOf(e ds.Engine) (engine, error) {
 	if es, ok := engines[e]; ok {
 		return es, nil
 	}
-	if e == ds.EngineRedis {
-		return engine{}, fault.UserAction(errors.New("engine redis: Azure Cache for Redis makes its own access keys, so the administrator password cannot be set"), "EngineUnsupported",
-			"Run Redis on a local or AWS space, or pick postgres or mysql on this Azure space.", "")
-	}
-	return engine{}, fault.UserAction(fmt.Errorf("engine %q is not served on Azure", e), "EngineUnsupported", "Pick postgres or mysql.", "")
+	return engine{}, fault.UserAction(fmt.Errorf("engine %q is not served on Azure", e), "EngineUnsupported", "Pick postgres, mysql or redis.", "")
 }
 
 // serverName is the job's server: a DNS label under the service's domain, unique across Azure.
@@ -204,8 +198,16 @@ func asInt(v any) (int, bool) {
 	return 0, false
 }
 
-// Check implements dspipe.Servers: every sizing setting applies on Azure.
+// Check implements dspipe.Servers: every sizing setting applies to a flexible server; a
+// cache has no storage or backup settings.
 func (d DatastoreDriver) Check(_ context.Context, p dspipe.CheckParams) (dspipe.CheckResult, error) {
+	if p.Engine == ds.EngineRedis {
+		s, err := redisSizingOf(p.Version, p.Settings)
+		if err != nil {
+			return dspipe.CheckResult{}, err
+		}
+		return dspipe.CheckResult{Version: s.version, NotApplicable: s.ignored}, nil
+	}
 	s, err := d.size(p.Engine, p.Version, p.Settings)
 	if err != nil {
 		return dspipe.CheckResult{}, err
@@ -241,6 +243,9 @@ func azurePassword(pw string) bool {
 // Create implements dspipe.Servers: it starts the job's server if it is not there and returns
 // it as soon as Azure gives its address; Status says when it is ready.
 func (d DatastoreDriver) Create(ctx context.Context, p dspipe.CreateParams) (dspipe.ServerInfo, error) {
+	if p.Engine == ds.EngineRedis {
+		return d.createRedis(ctx, p)
+	}
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
 		return dspipe.ServerInfo{}, err
@@ -296,8 +301,12 @@ func (d DatastoreDriver) Create(ctx context.Context, p dspipe.CreateParams) (dsp
 	return dspipe.ServerInfo{ID: v.id, Host: v.fqdn, Port: es.port, AdminUser: adminUser, Version: s.version}, nil
 }
 
-// Status implements dspipe.Servers: ready when Azure says the server is Ready.
+// Status implements dspipe.Servers: ready when Azure says the server is Ready (a cache:
+// when its provisioningState is Succeeded, with its primary key).
 func (d DatastoreDriver) Status(ctx context.Context, p dspipe.StatusParams) (dspipe.ServerStatus, error) {
+	if p.Engine == ds.EngineRedis {
+		return d.redisStatus(ctx, p)
+	}
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
 		return dspipe.ServerStatus{}, err
@@ -325,15 +334,15 @@ func (d DatastoreDriver) Status(ctx context.Context, p dspipe.StatusParams) (dsp
 // Delete implements dspipe.Servers: it starts the server's delete and reports gone once Azure
 // no longer has it. A server of the job's name that is not the job's is not deleted.
 func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) (bool, error) {
+	if p.Engine == ds.EngineRedis {
+		return d.deleteRedis(ctx, p)
+	}
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
 		return false, err
 	}
 	es, err := engineOf(p.Engine)
 	if err != nil {
-		if p.Engine == ds.EngineRedis {
-			return true, nil // never made here
-		}
 		return false, err
 	}
 	fs, err := flexOf(pl.C, p.Engine)
@@ -363,7 +372,12 @@ func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) (boo
 // Ensure implements dspipe.Network: the job's own virtual network with a subnet delegated to
 // the engine's service, and a private DNS zone linked to it. No NAT gateway: a database
 // server makes no outbound connections.
+//
+// For a cache it makes nothing yet: the cache's private endpoint is not made (see redis.go).
 func (n DatastoreNetwork) Ensure(ctx context.Context, p dspipe.NetworkParams) (map[string]any, error) {
+	if p.Engine == ds.EngineRedis {
+		return map[string]any{"provider": Name, "publicNetworkAccess": "Disabled", "privateEndpoint": false}, nil
+	}
 	pl, err := n.Resolve(ctx, p.JobID)
 	if err != nil {
 		return nil, err

@@ -211,12 +211,18 @@ func TestDatastoreRefusals(t *testing.T) {
 		call func(ctx context.Context, d dspipe.Driver, cloud *azurefake.Cloud) error
 		code string
 	}{
-		"redis": {code: "EngineUnsupported", call: func(ctx context.Context, d dspipe.Driver, _ *azurefake.Cloud) error {
-			_, err := d.Servers.Check(ctx, dspipe.CheckParams{Engine: ds.EngineRedis})
+		"oracle": {code: "EngineUnsupported", call: func(ctx context.Context, d dspipe.Driver, _ *azurefake.Cloud) error {
+			_, err := d.Servers.Check(ctx, dspipe.CheckParams{Engine: "oracle"})
 			return err
 		}},
-		"redis network": {code: "EngineUnsupported", call: func(ctx context.Context, d dspipe.Driver, _ *azurefake.Cloud) error {
-			_, err := d.Network.Ensure(ctx, dspipe.NetworkParams{JobID: "job_x", Engine: ds.EngineRedis})
+		"redis multiAZ on Standard": {code: "MultiAZNeedsPremium", call: func(ctx context.Context, d dspipe.Driver, _ *azurefake.Cloud) error {
+			_, err := d.Servers.Check(ctx, dspipe.CheckParams{Engine: ds.EngineRedis, Settings: map[string]any{"instanceClass": "Standard_C2", "multiAZ": true}})
+			return err
+		}},
+		"redis forbidden": {code: "AuthorizationFailed", call: func(ctx context.Context, d dspipe.Driver, cloud *azurefake.Cloud) error {
+			cloud.Fail(http.MethodPut, "/microsoft.cache/redis/", http.StatusForbidden, "AuthorizationFailed",
+				"The client does not have authorization to perform action 'Microsoft.Cache/redis/write'.", 1)
+			_, err := d.Servers.Create(ctx, dspipe.CreateParams{JobID: "job_x", Engine: ds.EngineRedis})
 			return err
 		}},
 		"postgres 9.6": {code: "UnsupportedVersion", call: func(ctx context.Context, d dspipe.Driver, _ *azurefake.Cloud) error {

@@ -64,6 +64,7 @@ type Cloud struct {
 	calls        []string // "PUT /subscriptions/...", in order
 	polls        int      // GETs of operation status URLs
 	vaults       map[string]vaultSecrets
+	redisKeys    map[string][2]string // a cache's access keys, by lower-case id
 
 	routes []route
 }

@@ -13,7 +13,7 @@ import (
 func (c *Cloud) servers() []route {
 	var rs []route
 	for _, add := range []func() []route{c.resourceServers, c.networkServers, c.registryServers, c.dnsServers,
-		c.datastoreServers, c.kubernetesServers, c.iamServers} {
+		c.datastoreServers, c.redisServers, c.kubernetesServers, c.iamServers} {
 		rs = append(rs, add()...)
 	}
 	return rs
