@@ -169,6 +169,8 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 			made: []string{"Microsoft.DBforPostgreSQL/flexibleServers", "Microsoft.Network/virtualNetworks", "Microsoft.Network/privateDnsZones"}},
 		"datastore mysql": {kind: "datastore", config: `{"engine":"mysql","version":"8.0.21","instanceClass":"Standard_B1ms","allocatedStorageGB":20}`,
 			made: []string{"Microsoft.DBforMySQL/flexibleServers", "Microsoft.Network/virtualNetworks", "Microsoft.Network/privateDnsZones"}},
+		"datastore redis": {kind: "datastore", config: `{"engine":"redis","version":"6","instanceClass":"Premium_P1","multiAZ":true}`,
+			made: []string{"Microsoft.Cache/Redis"}},
 		"kubernetes": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.30","nodeGroups":[{"name":"system","instanceType":"Standard_D4s_v5","min":2,"max":4},{"name":"batch","instanceType":"Standard_D8s_v5","min":0,"max":10}]}`,
 			made: []string{"Microsoft.ContainerService/managedClusters", "Microsoft.ManagedIdentity/userAssignedIdentities",
 				"Microsoft.Network/virtualNetworks"}},

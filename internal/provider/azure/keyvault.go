@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -28,6 +30,27 @@ type SecretStore struct {
 	c    *Client
 	kv   *azsecrets.Client
 	tags map[string]*string
+
+	// The SDK's Key Vault client learns its token's scope and tenant from the vault's first
+	// answer (a bearer challenge) and stores them unguarded; requests are serialised until one
+	// has been answered, so that no two learn it at once.
+	first  sync.Mutex
+	primed atomic.Bool
+}
+
+// call runs f, alone until the vault has answered once.
+func (s *SecretStore) call(f func() error) error {
+	if s.primed.Load() {
+		return f()
+	}
+	s.first.Lock()
+	defer s.first.Unlock()
+	err := f()
+	var re *azcore.ResponseError
+	if err == nil || errors.As(err, &re) {
+		s.primed.Store(true)
+	}
+	return err
 }
 
 var _ secrets.SecretStore = (*SecretStore)(nil)
@@ -74,7 +97,8 @@ func (s *SecretStore) Put(ctx context.Context, key, value string) (string, error
 			return "", fmt.Errorf("secret %s is not in %s: %w", key, s.c.KeyVaultURL, secrets.ErrNotFound)
 		}
 		name = vaultName(key)
-		have, err := s.kv.GetSecret(ctx, name, "", nil)
+		var have azsecrets.GetSecretResponse
+		err := s.call(func() (err error) { have, err = s.kv.GetSecret(ctx, name, "", nil); return err })
 		switch {
 		case kvNotFound(err):
 		case err != nil:
@@ -84,8 +108,11 @@ func (s *SecretStore) Put(ctx context.Context, key, value string) (string, error
 			return "", fmt.Errorf("key vault secret %s exists and is not this job's: %w", name, errNotOurs)
 		}
 	}
-	_, err := s.kv.SetSecret(ctx, name, azsecrets.SetSecretParameters{Value: to.Ptr(value), Tags: s.tags,
-		ContentType: to.Ptr("text/plain")}, nil)
+	err := s.call(func() error {
+		_, err := s.kv.SetSecret(ctx, name, azsecrets.SetSecretParameters{Value: to.Ptr(value), Tags: s.tags,
+			ContentType: to.Ptr("text/plain")}, nil)
+		return err
+	})
 	if err != nil {
 		return "", s.c.Classify(err)
 	}
@@ -98,7 +125,8 @@ func (s *SecretStore) Get(ctx context.Context, ref string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("secret %q: %w", ref, secrets.ErrNotFound)
 	}
-	v, err := s.kv.GetSecret(ctx, name, "", nil)
+	var v azsecrets.GetSecretResponse
+	err := s.call(func() (err error) { v, err = s.kv.GetSecret(ctx, name, "", nil); return err })
 	if kvNotFound(err) {
 		return "", fmt.Errorf("secret %s: %w", ref, errors.Join(secrets.ErrNotFound, err))
 	}
@@ -119,7 +147,7 @@ func (s *SecretStore) Delete(ctx context.Context, ref string) error {
 	if !ok {
 		return nil
 	}
-	_, err := s.kv.DeleteSecret(ctx, name, nil)
+	err := s.call(func() error { _, err := s.kv.DeleteSecret(ctx, name, nil); return err })
 	if err != nil && !kvNotFound(err) {
 		return s.c.Classify(err)
 	}
