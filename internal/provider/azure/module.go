@@ -64,6 +64,7 @@ var (
 	_ provider.DatastoreDrivers  = (*Module)(nil)
 	_ provider.ErrorClassifier   = (*Module)(nil)
 	_ provider.SecretRoutes      = (*Module)(nil)
+	_ provider.PlanSources       = (*Module)(nil)
 )
 
 // NewModule returns the module.

@@ -62,6 +62,7 @@ type Cloud struct {
 	unregistered map[string]bool // lower-case namespace
 	nextOp       int
 	calls        []string // "PUT /subscriptions/...", in order
+	actions      []string // every request's RBAC action, in order (actions.go)
 	polls        int      // GETs of operation status URLs
 	vaults       map[string]vaultSecrets
 	redisKeys    map[string][2]string // a cache's access keys, by lower-case id
@@ -195,7 +196,9 @@ var asyncPath = regexp.MustCompile(`(?i)/operation(?:Statuses|Results)/([^/?]+)$
 
 func (c *Cloud) serve(w http.ResponseWriter, req *http.Request) {
 	path := req.URL.Path
-	if host := req.Header.Get(HeaderHost); strings.Contains(host, ".vault.") {
+	host := req.Header.Get(HeaderHost)
+	c.noteAction(req, strings.Contains(host, ".vault."))
+	if strings.Contains(host, ".vault.") {
 		c.serveVault(w, req, host)
 		return
 	}
