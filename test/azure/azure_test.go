@@ -357,3 +357,43 @@ func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
 	}
 	return sp.ID
 }
+
+// A plan of an Azure job, through the API: every step's actions are known, and the policy is
+// a custom role definition holding them.
+func TestPlanOfAnAzureJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	var p struct {
+		Provider        string `json:"provider"`
+		OperationsKnown bool   `json:"operationsKnown"`
+		Steps           []struct {
+			Name       string   `json:"name"`
+			Operations []string `json:"operations"`
+		} `json:"steps"`
+		Policy struct {
+			Format   string `json:"format"`
+			Document struct {
+				IsCustom bool     `json:"IsCustom"`
+				Actions  []string `json:"Actions"`
+			} `json:"document"`
+		} `json:"policy"`
+	}
+	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs/plan", map[string]any{"spaceID": e.space.ID,
+		"kind": "network", "config": json.RawMessage(`{"cidr":"10.60.0.0/16"}`)}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Provider != "azure" || !p.OperationsKnown || p.Policy.Format != "azure-role-definition" || !p.Policy.Document.IsCustom {
+		t.Fatalf("plan %+v", p)
+	}
+	want := "Microsoft.Network/virtualNetworks/write"
+	found := false
+	for _, a := range p.Policy.Document.Actions {
+		found = found || a == want
+	}
+	if !found {
+		t.Fatalf("the role definition lacks %s: %v", want, p.Policy.Document.Actions)
+	}
+	if calls := e.cloud.Calls(); len(calls) != 0 {
+		t.Fatalf("planning reached Azure: %v", calls)
+	}
+}
