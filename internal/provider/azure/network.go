@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -306,9 +305,8 @@ func (d NetworkDriver) EnsurePeering(ctx context.Context, j *job.Job, vnetID str
 	peerings := f.NewVirtualNetworkPeeringsClient()
 	pname := name(j, "peering")
 	ops := Ops{}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		ok, err := converge(ctx, d.C, ops, "peering", func(ctx context.Context) (State, error) {
+	err = d.C.await(ctx, "peering "+pname, func() (bool, error) {
+		return converge(ctx, d.C, ops, "peering", func(ctx context.Context) (State, error) {
 			v, err := peerings.Get(ctx, own.ResourceGroupName, own.Name, pname, nil)
 			if notFound(err) {
 				return State{}, nil
@@ -324,44 +322,40 @@ func (d NetworkDriver) EnsurePeering(ctx context.Context, j *job.Job, vnetID str
 					AllowVirtualNetworkAccess: to.Ptr(true), AllowForwardedTraffic: to.Ptr(false)}},
 				&armnetwork.VirtualNetworkPeeringsClientBeginCreateOrUpdateOptions{ResumeToken: tok})
 		})
-		if err != nil {
-			if code := fault.As(err).Code; code == "" && strings.Contains(err.Error(), "ReferencedResourceNotFound") {
-				return "", fault.UserAction(err, "PeerNotFound", "The virtual network in peering.peerVPCID does not exist; check the id.", d.C.PortalURL(p.PeerVPCID))
-			}
-			return "", err
+	})
+	if err != nil {
+		if code := fault.As(err).Code; code == "" && strings.Contains(err.Error(), "ReferencedResourceNotFound") {
+			return "", fault.UserAction(err, "PeerNotFound", "The virtual network in peering.peerVPCID does not exist; check the id.", d.C.PortalURL(p.PeerVPCID))
 		}
-		if ok {
-			return vnetID + "/virtualNetworkPeerings/" + pname, nil
-		}
-		if time.Now().After(deadline) {
-			return "", fault.Transientf("peering %s is still being made", pname)
-		}
-		select {
-		case <-ctx.Done():
-			return "", fault.Transient(ctx.Err())
-		case <-time.After(time.Second):
-		}
+		return "", err
 	}
+	return vnetID + "/virtualNetworkPeerings/" + pname, nil
 }
 
-// DeletePeering implements network.Driver.
+// DeletePeering implements network.Driver: awaited here, as Azure removes a peering in
+// seconds.
 func (d NetworkDriver) DeletePeering(ctx context.Context, j *job.Job) error {
 	f, err := d.net()
 	if err != nil {
 		return err
 	}
 	peerings := f.NewVirtualNetworkPeeringsClient()
-	p, err := peerings.BeginDelete(ctx, d.C.ResourceGroup, name(j, "vnet"), name(j, "peering"), nil)
-	if notFound(err) {
-		return nil
-	}
-	if err != nil {
-		return d.C.Classify(err)
-	}
-	if _, err := p.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: time.Second}); err != nil && !notFound(err) {
-		return d.C.Classify(err)
-	}
-	return nil
+	rg, vnet, pname := d.C.ResourceGroup, name(j, "vnet"), name(j, "peering")
+	ops := Ops{}
+	return d.C.await(ctx, "deleting peering "+pname, func() (bool, error) {
+		return remove(ctx, d.C, ops, "peering", func(ctx context.Context) (State, error) {
+			v, err := peerings.Get(ctx, rg, vnet, pname, nil)
+			if notFound(err) {
+				return State{}, nil
+			}
+			if err != nil {
+				return State{}, err
+			}
+			return State{Found: true, Provisioning: provisioning(v.Properties)}, nil
+		}, func(ctx context.Context, tok string) (*runtime.Poller[armnetwork.VirtualNetworkPeeringsClientDeleteResponse], error) {
+			return peerings.BeginDelete(ctx, rg, vnet, pname, &armnetwork.VirtualNetworkPeeringsClientBeginDeleteOptions{ResumeToken: tok})
+		})
+	})
 }
 
 // vnetOnlyRules admit traffic from inside the VNet and Azure's load balancer probes, and

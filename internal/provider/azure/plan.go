@@ -88,8 +88,8 @@ func StepPlan(j *job.Job, step string) plan.Step {
 		case network.StepNetwork:
 			vnet(c.VPCID, !c.NoNAT, 2)
 		case network.StepPeering:
-			// The undo deletes the job's peering whether or not the job asked for one.
-			ops = append(ops, actNet+"virtualNetworks/virtualNetworkPeerings/delete")
+			// The undo reads and deletes the job's peering whether or not the job asked for one.
+			ops = append(ops, actNet+"virtualNetworks/virtualNetworkPeerings/read", actNet+"virtualNetworks/virtualNetworkPeerings/delete")
 			if c.Peering != nil {
 				create("azure_virtual_network_peering", name(j, "peering"), 1)
 				ops = append(ops, rwd(actNet+"virtualNetworks/virtualNetworkPeerings")...)
