@@ -39,7 +39,7 @@ func (m *Module) Lister(ctx context.Context, sp *store.Space) (discovery.Lister,
 //     of its own on Azure, so it carries its network's (and is managed when that is);
 //   - dns-zones: the public DNS zones of the subscription (a zone is global);
 //   - clusters: the AKS clusters in the location, VPCID the network of their first pool;
-//   - instance-types: the VM sizes in VMSizes (Resource Manager's SKU list is the compute
+//   - instance-types: the VM sizes in vmSizes (Resource Manager's SKU list is the compute
 //     module's, which the server does not carry);
 //   - versions: the datastore engine versions DatastoreDriver.Check accepts.
 //
@@ -60,7 +60,7 @@ func (d Discoverer) Discover(ctx context.Context, kind string) ([]discovery.Item
 	case discovery.KindClusters:
 		out, err = d.clusters(ctx)
 	case discovery.KindInstanceTypes:
-		for _, s := range VMSizes {
+		for _, s := range vmSizes {
 			out = append(out, discovery.Item{ID: s.Name, Name: fmt.Sprintf("%s (%d vCPU, %d GiB)", s.Name, s.VCPUs, s.MemoryGiB), Tags: map[string]string{}})
 		}
 	case discovery.KindVersions:
@@ -191,17 +191,17 @@ func (d Discoverer) here(location *string) bool {
 	return location != nil && norm(*location) == norm(d.C.Location)
 }
 
-// VMSize is an Azure virtual machine size.
-type VMSize struct {
+// vmSize is an Azure virtual machine size.
+type vmSize struct {
 	Name      string
 	VCPUs     int
 	MemoryGiB int
 }
 
-// VMSizes are the sizes instance-types lists: general purpose (D), memory optimised (E),
+// vmSizes are the sizes instance-types lists: general purpose (D), memory optimised (E),
 // compute optimised (F) and burstable (B) sizes that AKS node pools and the flexible servers
 // take, the datastore's defaults (Standard_B1ms, Standard_D2ds_v4) among them.
-var VMSizes = []VMSize{
+var vmSizes = []vmSize{
 	{"Standard_B1ms", 1, 2}, {"Standard_B2s", 2, 4}, {"Standard_B2ms", 2, 8}, {"Standard_B4ms", 4, 16},
 	{"Standard_D2s_v5", 2, 8}, {"Standard_D4s_v5", 4, 16}, {"Standard_D8s_v5", 8, 32}, {"Standard_D16s_v5", 16, 64},
 	{"Standard_D2ds_v4", 2, 8}, {"Standard_D2ds_v5", 2, 8}, {"Standard_D4ds_v5", 4, 16}, {"Standard_D8ds_v5", 8, 32},
