@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/discovery"
 	"github.com/groundworkhq/groundwork/internal/job"
 	azp "github.com/groundworkhq/groundwork/internal/provider/azure"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
@@ -395,5 +397,66 @@ func TestPlanOfAnAzureJob(t *testing.T) {
 	}
 	if calls := e.cloud.Calls(); len(calls) != 0 {
 		t.Fatalf("planning reached Azure: %v", calls)
+	}
+}
+
+// Through the API: a space's networks before any job are none; once a network job completes,
+// a refreshed listing has its VNet, managed, with its CIDR, and its subnets under it.
+func TestDiscoveryThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := testCtx(t)
+	list := func(kind string, refresh bool) []discovery.Item {
+		t.Helper()
+		var items []discovery.Item
+		q := "?refresh=" + strconv.FormatBool(refresh)
+		for pages := 0; ; pages++ {
+			var page discovery.Page
+			if err := e.s.Client.Do(ctx, http.MethodGet, "/api/spaces/"+e.space.ID+"/discovery/"+kind+q, nil, &page); err != nil {
+				t.Fatalf("discover %s: %v", kind, err)
+			}
+			if page.Items == nil {
+				t.Fatalf("discover %s: items is null, want a list", kind)
+			}
+			items = append(items, page.Items...)
+			if page.NextCursor == "" {
+				return items
+			}
+			q = "?cursor=" + page.NextCursor
+		}
+	}
+	if got := list("networks", false); len(got) != 0 {
+		t.Fatalf("networks of an empty subscription = %+v", got)
+	}
+	j := e.create(t, "network", `{"cidr":"10.34.0.0/16"}`)
+	waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+	vnet := ""
+	for _, r := range e.cloud.Resources() {
+		if r.Type == "Microsoft.Network/virtualNetworks" && r.Tags[azp.TagJob] == j.ID {
+			vnet = r.ID
+		}
+	}
+	if vnet == "" {
+		t.Fatal("the job made no virtual network")
+	}
+	if got := list("networks", false); len(got) != 0 {
+		t.Fatalf("the cached listing changed before its time: %+v", got)
+	}
+	got := list("networks", true)
+	if len(got) != 1 || got[0].ID != vnet || !got[0].Managed || got[0].CIDR != "10.34.0.0/16" || got[0].Tags[azp.TagJob] != j.ID {
+		t.Fatalf("networks = %+v; want the job's VNet %s, managed", got, vnet)
+	}
+	subnets := list("subnets", true)
+	if len(subnets) != 2 {
+		t.Fatalf("subnets = %+v; want the network's private and public", subnets)
+	}
+	for _, s := range subnets {
+		if s.VPCID != vnet || !s.Managed || s.CIDR == "" {
+			t.Errorf("subnet %+v", s)
+		}
+	}
+	var bad map[string]any
+	if err := e.s.Client.Do(ctx, http.MethodGet, "/api/spaces/"+e.space.ID+"/discovery/vpcs", nil, &bad); err == nil {
+		t.Error("an unknown kind was answered")
 	}
 }

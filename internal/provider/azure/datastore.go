@@ -104,6 +104,14 @@ type sizing struct {
 	backups   int32
 }
 
+// pgVersions are the PostgreSQL major versions Azure Database for PostgreSQL flexible server
+// offers; Azure keeps the minor version current.
+var pgVersions = []string{"12", "13", "14", "15", "16"}
+
+// mysqlVersions are the MySQL versions a request may name, each with the server version
+// Azure Database for MySQL flexible server is asked for.
+var mysqlVersions = []struct{ named, server string }{{"8.0", "8.0.21"}, {"5.7", "5.7"}}
+
 // pgStorage are the disk sizes (GiB) a PostgreSQL flexible server takes.
 var pgStorage = []int32{32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32767}
 
@@ -117,20 +125,23 @@ func (d DatastoreDriver) size(e ds.Engine, version string, settings map[string]a
 	case ds.EnginePostgres:
 		major, _, _ := strings.Cut(version, ".")
 		if major == "" {
-			major = "16"
+			major = pgVersions[len(pgVersions)-1] // the newest
 		}
-		if !slices.Contains([]string{"12", "13", "14", "15", "16"}, major) {
+		if !slices.Contains(pgVersions, major) {
 			return s, fault.UserAction(fmt.Errorf("postgres %s is not offered by Azure Database for PostgreSQL flexible server", version), "UnsupportedVersion",
 				"Pick postgres 12, 13, 14, 15 or 16 (Azure keeps the minor version current).", "")
 		}
 		s.version = major
 	case ds.EngineMySQL:
-		switch {
-		case version == "" || version == "8" || version == "8.0" || strings.HasPrefix(version, "8.0."):
-			s.version = "8.0.21"
-		case version == "5.7" || strings.HasPrefix(version, "5.7."):
-			s.version = "5.7"
-		default:
+		if version == "" || version == "8" {
+			version = mysqlVersions[0].named
+		}
+		for _, v := range mysqlVersions {
+			if version == v.named || strings.HasPrefix(version, v.named+".") {
+				s.version = v.server
+			}
+		}
+		if s.version == "" {
 			return s, fault.UserAction(fmt.Errorf("mysql %s is not offered by Azure Database for MySQL flexible server", version), "UnsupportedVersion",
 				"Pick mysql 8.0 or 5.7.", "")
 		}

@@ -17,7 +17,8 @@ import (
 // typeZone is a public DNS zone's type as Azure returns it (lower-case "dnszones", in ids too).
 const typeZone = "Microsoft.Network/dnszones"
 
-// dnsServers keep public DNS zones and their record sets. A zone is made with the SOA and NS
+// dnsServers keep public DNS zones (listed across the subscription, ListPageSize to a page)
+// and their record sets. A zone is made with the SOA and NS
 // record sets at its apex, as Azure makes them, and its record sets go with it. A record set
 // in a zone that is not there is refused 404 ParentResourceNotFound; If-None-Match: * on a
 // zone that exists and If-Match on a record set whose etag moved are refused 412.
@@ -85,6 +86,11 @@ func (c *Cloud) dnsServers() []route {
 			},
 			BeginDelete: func(_ context.Context, rg, name string, _ *armdns.ZonesClientBeginDeleteOptions) (azfake.PollerResponder[armdns.ZonesClientDeleteResponse], azfake.ErrorResponder) {
 				return deleter[armdns.ZonesClientDeleteResponse](c, zoneID(rg, name), "")
+			},
+			NewListPager: func(*armdns.ZonesClientListOptions) azfake.PagerResponder[armdns.ZonesClientListResponse] {
+				return paged(ofType[*armdns.Zone](c, typeZone), func(zs []*armdns.Zone) armdns.ZonesClientListResponse {
+					return armdns.ZonesClientListResponse{ZoneListResult: armdns.ZoneListResult{Value: zs}}
+				})
 			},
 		},
 		RecordSetsServer: dnsfake.RecordSetsServer{

@@ -83,7 +83,8 @@ func selfSignedCA(cn string) ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
-// kubernetesServers keep AKS managed clusters and their agent pools. A cluster's PUT makes
+// kubernetesServers keep AKS managed clusters (listed across the subscription, ListPageSize
+// to a page) and their agent pools. A cluster's PUT makes
 // its inline agent pool profiles as agent pools of their own (children of the cluster, which
 // go with it); a GET of the cluster lists every pool it has, however made. A cluster gets an
 // API server FQDN (private when asked), an OIDC issuer URL when enabled, and a CA of its own,
@@ -117,14 +118,7 @@ func (c *Cloud) kubernetesServers() []route {
 				if v.Properties == nil {
 					v.Properties = &armcontainerservice.ManagedClusterProperties{}
 				}
-				v.Properties.AgentPoolProfiles = nil
-				for _, pool := range children[armcontainerservice.AgentPool](c, id, typeAgentPool) {
-					var prof armcontainerservice.ManagedClusterAgentPoolProfile
-					raw, _ := json.Marshal(pool.Properties)
-					_ = json.Unmarshal(raw, &prof)
-					prof.Name = pool.Name
-					v.Properties.AgentPoolProfiles = append(v.Properties.AgentPoolProfiles, &prof)
-				}
+				v.Properties.AgentPoolProfiles = c.poolProfiles(id)
 				resp.SetResponse(http.StatusOK, v, nil)
 				return
 			},
@@ -132,6 +126,17 @@ func (c *Cloud) kubernetesServers() []route {
 				id := armID(rg, typeCluster, name)
 				cas.drop(id)
 				return deleter[armcontainerservice.ManagedClustersClientDeleteResponse](c, id, "")
+			},
+			NewListPager: func(*armcontainerservice.ManagedClustersClientListOptions) azfake.PagerResponder[armcontainerservice.ManagedClustersClientListResponse] {
+				all := ofType[*armcontainerservice.ManagedCluster](c, typeCluster)
+				for _, mc := range all {
+					if mc.Properties != nil && mc.ID != nil {
+						mc.Properties.AgentPoolProfiles = c.poolProfiles(*mc.ID)
+					}
+				}
+				return paged(all, func(ms []*armcontainerservice.ManagedCluster) armcontainerservice.ManagedClustersClientListResponse {
+					return armcontainerservice.ManagedClustersClientListResponse{ManagedClusterListResult: armcontainerservice.ManagedClusterListResult{Value: ms}}
+				})
 			},
 			ListClusterUserCredentials: func(_ context.Context, rg, name string, _ *armcontainerservice.ManagedClustersClientListClusterUserCredentialsOptions) (resp azfake.Responder[armcontainerservice.ManagedClustersClientListClusterUserCredentialsResponse], errResp azfake.ErrorResponder) {
 				id := armID(rg, typeCluster, name)
@@ -186,6 +191,19 @@ func (c *Cloud) kubernetesServers() []route {
 	}
 	tr := aksfake.NewServerFactoryTransport(f)
 	return []route{{prefix: "ManagedClustersClient", tr: tr}, {prefix: "AgentPoolsClient", tr: tr}}
+}
+
+// poolProfiles are the agent pools of the cluster at id as a cluster lists them.
+func (c *Cloud) poolProfiles(id string) []*armcontainerservice.ManagedClusterAgentPoolProfile {
+	var out []*armcontainerservice.ManagedClusterAgentPoolProfile
+	for _, pool := range children[armcontainerservice.AgentPool](c, id, typeAgentPool) {
+		var prof armcontainerservice.ManagedClusterAgentPoolProfile
+		raw, _ := json.Marshal(pool.Properties)
+		_ = json.Unmarshal(raw, &prof)
+		prof.Name = pool.Name
+		out = append(out, &prof)
+	}
+	return out
 }
 
 // invalidCluster is AKS's refusal of a cluster request: it needs a system pool, its

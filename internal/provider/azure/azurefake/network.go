@@ -20,8 +20,9 @@ const (
 )
 
 // networkServers keep virtual networks (with their subnets inline, as a PUT of the network
-// gives them), peerings, NAT gateways, public IPs and network security groups. A NAT gateway,
-// public IP or NSG that something still refers to cannot be deleted, as on Azure.
+// gives them; listed across the subscription, ListPageSize to a page), peerings, NAT gateways,
+// public IPs and network security groups. A NAT gateway, public IP or NSG that something still
+// refers to cannot be deleted, as on Azure.
 func (c *Cloud) networkServers() []route {
 	var pips int
 	f := &netfake.ServerFactory{
@@ -46,6 +47,11 @@ func (c *Cloud) networkServers() []route {
 			},
 			BeginDelete: func(_ context.Context, rg, name string, _ *armnetwork.VirtualNetworksClientBeginDeleteOptions) (azfake.PollerResponder[armnetwork.VirtualNetworksClientDeleteResponse], azfake.ErrorResponder) {
 				return deleter[armnetwork.VirtualNetworksClientDeleteResponse](c, armID(rg, typeVNet, name), "")
+			},
+			NewListAllPager: func(*armnetwork.VirtualNetworksClientListAllOptions) azfake.PagerResponder[armnetwork.VirtualNetworksClientListAllResponse] {
+				return paged(ofType[*armnetwork.VirtualNetwork](c, typeVNet), func(vs []*armnetwork.VirtualNetwork) armnetwork.VirtualNetworksClientListAllResponse {
+					return armnetwork.VirtualNetworksClientListAllResponse{VirtualNetworkListResult: armnetwork.VirtualNetworkListResult{Value: vs}}
+				})
 			},
 		},
 		VirtualNetworkPeeringsServer: netfake.VirtualNetworkPeeringsServer{
