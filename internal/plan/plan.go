@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -43,6 +44,26 @@ type Step struct {
 	// Operations are the cloud operations the step's Do and its Undo call, sorted; the undo's
 	// are included because the same credentials tear the job down.
 	Operations []string `json:"operations"`
+}
+
+// NewStep is a step as a source reports it: its operations sorted, each once, and both lists
+// empty rather than nil, so that a plan's JSON always holds both arrays.
+func NewStep(name string, res []Resource, ops []string) Step {
+	if res == nil {
+		res = []Resource{}
+	}
+	return Step{Name: name, Resources: res, Operations: SortedUnique(ops)}
+}
+
+// SortedUnique returns ops sorted, each once (never nil).
+func SortedUnique(ops []string) []string {
+	out := slices.Clone(ops)
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 // Policy is the least-privilege grant for a plan, in the cloud's own format.

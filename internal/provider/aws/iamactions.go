@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -232,20 +231,7 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			ops = append(ops, "secretsmanager:GetSecretValue")
 		}
 	}
-	if res == nil {
-		res = []plan.Resource{}
-	}
-	return plan.Step{Name: step, Resources: res, Operations: sortedUnique(ops)}
-}
-
-func sortedUnique(ops []string) []string {
-	out := slices.Clone(ops)
-	sort.Strings(out)
-	out = slices.Compact(out)
-	if out == nil {
-		out = []string{}
-	}
-	return out
+	return plan.NewStep(step, res, ops)
 }
 
 // jobName is the name the job's resources are known by: the job's, else its config's, else
@@ -316,7 +302,7 @@ type Statement struct {
 //   - creating calls on any resource: the resource does not exist yet to be scoped by.
 func PolicyDocument(orgID string, operations []string) (json.RawMessage, error) {
 	var read, iamRole, iamProfile, pass, owned, zones, create, slr []string
-	for _, op := range sortedUnique(operations) {
+	for _, op := range plan.SortedUnique(operations) {
 		svc, name, ok := strings.Cut(op, ":")
 		if !ok {
 			return nil, fmt.Errorf("operation %q is not service:Action", op)

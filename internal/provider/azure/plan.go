@@ -191,20 +191,7 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			}
 		}
 	}
-	if res == nil {
-		res = []plan.Resource{}
-	}
-	return plan.Step{Name: step, Resources: res, Operations: sortedUnique(ops)}
-}
-
-func sortedUnique(ops []string) []string {
-	out := slices.Clone(ops)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	if out == nil {
-		out = []string{}
-	}
-	return out
+	return plan.NewStep(step, res, ops)
 }
 
 // PlanSource plans the jobs of Azure spaces (plan.Source).
@@ -258,7 +245,7 @@ func (PlanSource) Policy(j *job.Job, operations []string) (plan.Policy, error) {
 			" Resources the job adopts outside the group (a virtual network, a Key Vault) need it assigned at their scope as well.",
 		Actions: []string{}, NotActions: []string{}, DataActions: []string{}, NotDataActions: []string{},
 		AssignableScopes: []string{ScopeResourceGroup}}
-	for _, op := range sortedUnique(operations) {
+	for _, op := range plan.SortedUnique(operations) {
 		if strings.Count(op, "/") < 2 || !strings.HasPrefix(op, "Microsoft.") {
 			return plan.Policy{}, fmt.Errorf("operation %q is not an Azure action", op)
 		}
