@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v6"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
@@ -83,13 +84,7 @@ func (d Discoverer) networks(ctx context.Context, subnets bool) ([]discovery.Ite
 	if err != nil {
 		return nil, fault.System(err)
 	}
-	var out []discovery.Item
-	pg := c.NewListAllPager(nil)
-	for pg.More() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return listAll(ctx, c.NewListAllPager(nil), func(page armnetwork.VirtualNetworksClientListAllResponse) (out []discovery.Item) {
 		for _, v := range page.Value {
 			if v == nil || v.ID == nil || !d.here(v.Location) {
 				continue
@@ -121,8 +116,8 @@ func (d Discoverer) networks(ctx context.Context, subnets bool) ([]discovery.Ite
 				out = append(out, it)
 			}
 		}
-	}
-	return out, nil
+		return out
+	})
 }
 
 func (d Discoverer) zones(ctx context.Context) ([]discovery.Item, error) {
@@ -130,13 +125,7 @@ func (d Discoverer) zones(ctx context.Context) ([]discovery.Item, error) {
 	if err != nil {
 		return nil, fault.System(err)
 	}
-	var out []discovery.Item
-	pg := c.NewListPager(nil)
-	for pg.More() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return listAll(ctx, c.NewListPager(nil), func(page armdns.ZonesClientListResponse) (out []discovery.Item) {
 		for _, z := range page.Value {
 			if z == nil || z.ID == nil {
 				continue
@@ -144,8 +133,8 @@ func (d Discoverer) zones(ctx context.Context) ([]discovery.Item, error) {
 			tags := tagMap(z.Tags)
 			out = append(out, discovery.Item{ID: *z.ID, Name: deref(z.Name), Tags: tags, Managed: tags[TagManagedBy] == managedBy})
 		}
-	}
-	return out, nil
+		return out
+	})
 }
 
 func (d Discoverer) clusters(ctx context.Context) ([]discovery.Item, error) {
@@ -153,13 +142,7 @@ func (d Discoverer) clusters(ctx context.Context) ([]discovery.Item, error) {
 	if err != nil {
 		return nil, fault.System(err)
 	}
-	var out []discovery.Item
-	pg := c.NewListPager(nil)
-	for pg.More() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return listAll(ctx, c.NewListPager(nil), func(page armcontainerservice.ManagedClustersClientListResponse) (out []discovery.Item) {
 		for _, mc := range page.Value {
 			if mc == nil || mc.ID == nil || !d.here(mc.Location) {
 				continue
@@ -180,6 +163,19 @@ func (d Discoverer) clusters(ctx context.Context) ([]discovery.Item, error) {
 			}
 			out = append(out, it)
 		}
+		return out
+	})
+}
+
+// listAll follows a pager to its last page, turning each page into items.
+func listAll[P any](ctx context.Context, pg *runtime.Pager[P], items func(P) []discovery.Item) ([]discovery.Item, error) {
+	var out []discovery.Item
+	for pg.More() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items(page)...)
 	}
 	return out, nil
 }
