@@ -89,7 +89,7 @@ func cloudFamilies(o AWSOptions, mods *provider.Registry, components kubernetes.
 		if len(by) == 0 {
 			return false
 		}
-		fams = append(fams, provider.Family{Pipeline: pipeline.Tuned{Pipeline: p, TTL: o.LeaseTTL, AfterDo: o.AfterDo}, Providers: by})
+		fams = append(fams, provider.Family{Pipeline: pipeline.Tuned{Pipeline: p, TTL: o.LeaseTTL, AfterDo: o.AfterDo}, Providers: by, All: mods})
 		return true
 	}
 	pool := vmpool.New(provider.Loader(mods, job.FamilyVMPool, provider.VMPoolDrivers.VMPoolDriver), poll)

@@ -188,15 +188,25 @@ type Family struct {
 	pipeline.Pipeline
 	// Providers are the modules offering the family's drivers.
 	Providers []Module
+	// All, if set, is every module, so that one not offering the family can say why.
+	All *Registry
+}
+
+// FamilyNotes is a module that explains, in the refusal, why it does not offer a family (a
+// family the cloud will get later, and when).
+type FamilyNotes interface {
+	// NotOffered is the reason, or "" for the generic refusal.
+	NotOffered(f job.Family) string
 }
 
 // Validate implements pipeline.Pipeline.
 func (p Family) Validate(ctx context.Context, j *job.Job) error {
 	if !slices.Contains(Names(p.Providers), j.Provider) {
-		// The pipeline may know why better (a family a cloud will offer later says when).
-		if err := p.Pipeline.Validate(ctx, j); err != nil {
-			if fields, ok := validation.Fields(err); ok && len(fields) > 0 && fields[0].Field == "spaceID" {
-				return err
+		if p.All != nil {
+			if n, ok := Ability[FamilyNotes](p.All, j.Provider); ok {
+				if why := n.NotOffered(p.Family()); why != "" {
+					return validation.New("spaceID", "provider", why)
+				}
 			}
 		}
 		titles := Titles(p.Providers)

@@ -107,6 +107,37 @@ func TestFamilyRefusesProvidersWithoutTheFamily(t *testing.T) {
 	}
 }
 
+// later is a module that does not offer the test family yet and says when it will.
+type later struct{ bare }
+
+func (later) Name() string { return "later" }
+func (later) NotOffered(f job.Family) string {
+	if f == "test" {
+		return "test families come to Later next year"
+	}
+	return ""
+}
+
+// A module that does not offer a family gives its own reason in the refusal; one that gives
+// none gets the generic refusal.
+func TestFamilyRefusalCarriesTheModulesNote(t *testing.T) {
+	t.Parallel()
+	r, err := provider.NewRegistry(cloud{name: "acme", title: "Acme"}, bare{}, later{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam := provider.Family{Pipeline: &testfamily.Pipeline{N: 1}, Providers: provider.Offering[networks](r), All: r}
+	err = fam.Validate(t.Context(), &job.Job{Provider: "later", Config: []byte(`{}`)})
+	fields, ok := validation.Fields(err)
+	if !ok || len(fields) != 1 || fields[0].Field != "spaceID" || fields[0].Message != "test families come to Later next year" {
+		t.Fatalf("err = %v, want the module's note on spaceID", err)
+	}
+	err = fam.Validate(t.Context(), &job.Job{Provider: "bare", Config: []byte(`{}`)})
+	if fields, _ := validation.Fields(err); len(fields) != 1 || !strings.Contains(fields[0].Message, "use a space on an Acme cloud account") {
+		t.Fatalf("err = %v, want the generic refusal", err)
+	}
+}
+
 // mapStore is a secret store in memory; refs are the keys prefixed with the store's name.
 type mapStore struct {
 	name string

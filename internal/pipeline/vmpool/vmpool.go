@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/groundworkhq/groundwork/internal/validation"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -207,10 +206,6 @@ func (p *Pipeline) Validate(_ context.Context, j *job.Job) error {
 	c, err := DecodeConfig(j.Config)
 	if err != nil {
 		return err
-	}
-	if j.Provider == "azure" {
-		return validation.New("spaceID", "provider", "VM pools on Azure (virtual machine scale sets, with Run Command as the exec channel) "+
-			"are not available yet: Groundwork offers them once Azure makes both generally available. Use a space on an AWS account.")
 	}
 	return c.Validate()
 }

@@ -65,7 +65,17 @@ var (
 	_ provider.ErrorClassifier   = (*Module)(nil)
 	_ provider.SecretRoutes      = (*Module)(nil)
 	_ provider.PlanSources       = (*Module)(nil)
+	_ provider.FamilyNotes       = (*Module)(nil)
 )
+
+// NotOffered implements provider.FamilyNotes.
+func (m *Module) NotOffered(f job.Family) string {
+	if f == job.FamilyVMPool {
+		return "VM pools on Azure (virtual machine scale sets, with Run Command as the exec channel) are not available yet: " +
+			"Groundwork offers them once Azure makes both generally available. Use a space on an AWS account."
+	}
+	return ""
+}
 
 // NewModule returns the module.
 func NewModule(o ModuleOptions) *Module {
