@@ -27,6 +27,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -168,12 +169,16 @@ func (c *Cloud) OperationPolls() int {
 // Transport is the client side: it sends the SDK's requests to the cloud at base (a Cloud's
 // URL, possibly one in another process) with the API name in a header.
 func Transport(base string) policy.Transporter {
-	return transport{base: strings.TrimSuffix(base, "/"), c: &http.Client{}}
+	u, err := url.Parse(strings.TrimSuffix(base, "/"))
+	if err != nil {
+		panic(fmt.Sprintf("azurefake: base URL %q: %v", base, err)) // a test's own constant
+	}
+	return transport{scheme: u.Scheme, host: u.Host, c: &http.Client{}}
 }
 
 type transport struct {
-	base string
-	c    *http.Client
+	scheme, host string
+	c            *http.Client
 }
 
 func (t transport) Do(req *http.Request) (*http.Response, error) {
@@ -183,11 +188,7 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 	}
 	r.Header.Set(HeaderHost, req.URL.Host)
 	u := *req.URL
-	target, err := http.NewRequest(http.MethodGet, t.base, nil)
-	if err != nil {
-		return nil, err
-	}
-	u.Scheme, u.Host = target.URL.Scheme, target.URL.Host
+	u.Scheme, u.Host = t.scheme, t.host
 	r.URL, r.Host, r.RequestURI = &u, "", ""
 	return t.c.Do(r)
 }
