@@ -171,7 +171,7 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	if got := e.call(t, admin, "DELETE", "/api/cloud-accounts/"+accID, ""); got.status != 409 || e.auditTotal(t, orgA) != before {
 		t.Fatalf("delete an account in use: %d %s", got.status, got.raw)
 	}
-	spare := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"spare","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"k\":1}"}}`)
+	spare := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"spare","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"type\":\"service_account\",\"client_email\":\"gw@p.iam.gserviceaccount.com\",\"private_key\":\"k\"}"}}`)
 	spareRef, _ := spare.body["credentialsRef"].(string)
 	if got := e.call(t, admin, "DELETE", "/api/cloud-accounts/"+spare.body["id"].(string), ""); got.status != 204 {
 		t.Fatalf("delete spare: %d %s", got.status, got.raw)
@@ -184,6 +184,11 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	}{
 		"gcp wrong method":         {`{"name":"g","provider":"gcp","authMethod":"static_keys"}`, "authMethod"},
 		"gcp sa without key":       {`{"name":"g","provider":"gcp","authMethod":"service_account"}`, "credentials.serviceAccountKey"},
+		"gcp sa key not a key":     {`{"name":"g","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"k\":1}"}}`, "credentials.serviceAccountKey"},
+		"gcp none no endpoints":    {`{"name":"g","provider":"gcp","authMethod":"none","config":{"projectId":"p"}}`, "config.endpoints"},
+		"gcp endpoint not a url":   {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"nope"}}}`, "config.endpoints.compute.googleapis.com"},
+		"gcp endpoint not google":  {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"example.com":"http://127.0.0.1:1/"}}}`, "config.endpoints.example.com"},
+		"gcp endpoint metadata":    {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"http://169.254.169.254/"}}}`, "config.endpoints.compute.googleapis.com"},
 		"azure sp without secret":  {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c"}}`, "credentials.clientSecret"},
 		"azure sp secret and cert": {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c","clientSecret":"s","clientCertificate":"pem"}}`, "credentials.clientSecret"},
 		"azure none no endpoint":   {`{"name":"z","provider":"azure","authMethod":"none","config":{"subscriptionId":"s"}}`, "config.endpoint"},

@@ -42,8 +42,11 @@ var authMethods = map[string]map[string]authMethod{
 	},
 	"gcp": {
 		"service_account": {required: []string{"serviceAccountKey"}},
-		"oauth":           {required: []string{"clientId", "clientSecret", "refreshToken"}, public: []string{"clientId"}},
-		"default":         {},
+		"oauth":           {required: []string{"clientId", "clientSecret", "refreshToken"}, public: []string{"clientId", "projectId"}},
+		"default":         {public: []string{"projectId"}},
+		// none sends no credential: only for a GCP-compatible test target named by
+		// config.endpoints (validateAccount refuses it without them).
+		"none": {public: []string{"projectId"}},
 	},
 	"azure": {
 		"service_principal":            {required: []string{"tenantId", "clientId"}, oneOf: []string{"clientSecret", "clientCertificate"}, public: []string{"tenantId", "clientId", "subscriptionId"}},
@@ -198,7 +201,9 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 			cfg[k] = v
 		}
 	}
-	if req.AuthMethod == "none" {
+	if req.Provider == "gcp" {
+		fields = append(fields, validateGCP(req, cfg)...)
+	} else if req.AuthMethod == "none" {
 		if ep, _ := cfg["endpoint"].(string); ep == "" {
 			fields = append(fields, FieldError{Field: "config.endpoint", Rule: "required",
 				Message: "is required with authMethod none, which is only for test targets"})
@@ -208,10 +213,63 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 	return out, fields
 }
 
+// validateGCP checks what only GCP accounts have: a service account key that is one, and
+// config.endpoints (service host name → base URL), which authMethod none requires.
+func validateGCP(req *createAccountRequest, cfg map[string]any) []FieldError {
+	var fields []FieldError
+	if key := req.Credentials["serviceAccountKey"]; req.AuthMethod == "service_account" && strings.TrimSpace(key) != "" {
+		var k struct {
+			Type        string `json:"type"`
+			ClientEmail string `json:"client_email"`
+			PrivateKey  string `json:"private_key"`
+		}
+		if json.Unmarshal([]byte(key), &k) != nil || k.Type != "service_account" || k.ClientEmail == "" || k.PrivateKey == "" {
+			fields = append(fields, FieldError{Field: "credentials.serviceAccountKey", Rule: "format",
+				Message: "must be a service account's JSON key file (type service_account, client_email, private_key)"})
+		}
+	}
+	raw, given := cfg["endpoints"]
+	eps, ok := raw.(map[string]any)
+	switch {
+	case given && !ok:
+		fields = append(fields, FieldError{Field: "config.endpoints", Rule: "type",
+			Message: "must be an object of service host name (compute.googleapis.com) to base URL"})
+	case req.AuthMethod == "none" && len(eps) == 0:
+		fields = append(fields, FieldError{Field: "config.endpoints", Rule: "required",
+			Message: "is required with authMethod none, which is only for test targets"})
+	}
+	for host, v := range eps {
+		u, err := url.Parse(fmt.Sprint(v))
+		if _, isString := v.(string); !isString || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			fields = append(fields, FieldError{Field: "config.endpoints." + host, Rule: "url", Message: "must be an http(s) URL"})
+		}
+		if !strings.HasSuffix(host, ".googleapis.com") {
+			fields = append(fields, FieldError{Field: "config.endpoints." + host, Rule: "enum",
+				Message: "must be a Google service host name such as compute.googleapis.com"})
+		}
+	}
+	return fields
+}
+
 // checkEndpoint refuses, early, an AWS or Azure account endpoint the outbound policy would refuse: a
 // literal address, or a name resolving to one. It is a courtesy: every connection to the
 // endpoint is checked again when it is dialled (a name may resolve elsewhere later).
 func (s *Server) checkEndpoint(ctx context.Context, provider string, cfg json.RawMessage) []FieldError {
+	if provider == "gcp" {
+		var c struct {
+			Endpoints map[string]any `json:"endpoints"`
+		}
+		_ = json.Unmarshal(cfg, &c)
+		var fields []FieldError
+		for host, ep := range c.Endpoints {
+			one, _ := json.Marshal(map[string]any{"endpoint": ep})
+			for _, f := range s.checkEndpoint(ctx, "aws", one) {
+				f.Field = "config.endpoints." + host
+				fields = append(fields, f)
+			}
+		}
+		return fields
+	}
 	if provider != "aws" && provider != "azure" {
 		return nil
 	}

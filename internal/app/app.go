@@ -81,6 +81,8 @@ type Options struct {
 	AWS AWSOptions
 	// Azure configures the Azure module.
 	Azure AzureOptions
+	// GCP configures the GCP module.
+	GCP GCPOptions
 	// Remediation configures remediation workflows and their notifications.
 	Remediation RemediationOptions
 	// PriceBook, if set, is a price book file (groundwork pricing refresh) plans are priced

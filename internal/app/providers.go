@@ -22,6 +22,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/provider/aws"
 	"github.com/groundworkhq/groundwork/internal/provider/azure"
+	"github.com/groundworkhq/groundwork/internal/provider/gcp"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -54,6 +55,13 @@ type AzureOptions struct {
 	Poll time.Duration
 }
 
+// GCPOptions configure the GCP module.
+type GCPOptions struct {
+	// Poll is how often a call that waits on Google inside one step (a repository's
+	// creation) reads the operation again (default 2s).
+	Poll time.Duration
+}
+
 // wireProviders registers the cloud modules of this build and makes the server's secret
 // store over them: a module keeps the secrets it claims (an AWS datastore job's passwords go
 // to its account's Secrets Manager), all else stays in own. Adding a cloud is one line here.
@@ -71,6 +79,7 @@ func wireProviders(o Options, st store.Store, own secrets.SecretStore, ledger se
 		lm,
 		aws.NewModule(aws.ModuleOptions{Records: st, Vault: sec, Tracer: tp, Outbound: o.Outbound, Probe: o.AWS.Probe}),
 		azure.NewModule(azure.ModuleOptions{Records: st, Vault: sec, Outbound: o.Outbound, Transport: o.Azure.Transport, Poll: o.Azure.Poll}),
+		gcp.NewModule(gcp.ModuleOptions{Records: st, Vault: sec, Outbound: o.Outbound, Poll: o.GCP.Poll}),
 	} {
 		if err := mods.Register(m); err != nil {
 			return nil, nil, err

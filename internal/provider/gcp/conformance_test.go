@@ -1,0 +1,64 @@
+package gcp
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
+	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+)
+
+// The GCP module's drivers pass the conformance suite every cloud's drivers do, on gcpfake.
+func TestDriverConformance(t *testing.T) {
+	t.Parallel()
+	opts := drivertest.Options{Timeout: time.Minute, Poll: time.Millisecond}
+	t.Run("registry", func(t *testing.T) {
+		t.Parallel()
+		var cloud *gcpfake.Cloud
+		drivertest.Registry(t, drivertest.Harness[registry.Driver, registry.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (registry.Driver, drivertest.Observer) {
+				var c *Client
+				c, cloud = testClient(t)
+				return RegistryDriver{C: c}, observe(cloud)
+			},
+			Config: registry.Config{Name: "team/api", ImmutableTags: true},
+			// The project has not enabled the Artifact Registry API.
+			Refusal: drivertest.Refusal[registry.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d registry.Driver, j *job.Job) error {
+					cloud.Disable(ServiceArtifactRegistry)
+					defer cloud.Enable(ServiceArtifactRegistry)
+					_, err := d.EnsureRepository(ctx, j, registry.Config{Name: "refused"})
+					return err
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("dns_zone", func(t *testing.T) {
+		t.Parallel()
+		drivertest.DNSZone(t, drivertest.Harness[dnszone.Driver, dnszone.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (dnszone.Driver, drivertest.Observer) {
+				c, cloud := testClient(t)
+				return DNSZoneDriver{C: c}, observe(cloud)
+			},
+			Config: dnszone.Config{Name: "conformance.example.org", Records: []dnszone.Record{
+				{Name: "api.conformance.example.org", Type: "A", TTL: 300, Values: []string{"10.0.0.5"}},
+				{Name: "www.conformance.example.org", Type: "CNAME", Values: []string{"api.conformance.example.org"}},
+				{Name: "conformance.example.org", Type: "TXT", Values: []string{`"v=spf1 -all"`}},
+			}},
+			// A record for a zone that is not there.
+			Refusal: drivertest.Refusal[dnszone.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d dnszone.Driver, _ *job.Job) error {
+					return d.UpsertRecord(ctx, fmt.Sprintf("projects/%s/managedZones/missing", gcpfake.Project),
+						dnszone.Record{Name: "a.missing.example.org", Type: "A", TTL: 60, Values: []string{"10.0.0.1"}})
+				}},
+			Options: opts,
+		})
+	})
+}

@@ -1,0 +1,78 @@
+package gcp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
+	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+)
+
+// testClient opens a client on a fake project of its own.
+func testClient(t *testing.T) (*Client, *gcpfake.Cloud) {
+	t.Helper()
+	cloud := gcpfake.New(t)
+	return clientOn(t, cloud), cloud
+}
+
+// clientOn opens a client on cloud, as a restarted server opens one on the same account.
+func clientOn(t *testing.T, cloud *gcpfake.Cloud) *Client {
+	t.Helper()
+	c, err := Open(context.Background(), Account{AuthMethod: AuthNone, ProjectID: gcpfake.Project, Region: "europe-west1",
+		Endpoints: cloud.Endpoints(), Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// observe lists what the fake project holds. A child without labels of its own (a zone's
+// record set) goes with its parent, and is reported as its parent's job's.
+func observe(cloud *gcpfake.Cloud) drivertest.Observer {
+	return func(_ context.Context) ([]drivertest.Resource, error) {
+		var out []drivertest.Resource
+		all := cloud.Resources()
+		byName := map[string]gcpfake.Resource{}
+		for _, r := range all {
+			byName[r.Service+" "+r.Name] = r
+		}
+		for _, r := range all {
+			out = append(out, drivertest.Resource{Kind: r.Kind, ID: r.Name, JobID: jobOf(r, byName)})
+		}
+		return out, nil
+	}
+}
+
+// jobOf is the job a resource names: in its description, in its labels, or its parent's.
+func jobOf(r gcpfake.Resource, byName map[string]gcpfake.Resource) string {
+	if d, _ := r.Body["description"].(string); JobOfDescription(d) != "" {
+		return JobOfDescription(d)
+	}
+	if id := r.Labels()[LabelJob]; id != "" {
+		return id
+	}
+	for name := r.Name; ; {
+		i := lastSlash(name, 2)
+		if i < 0 {
+			return ""
+		}
+		name = name[:i]
+		if p, ok := byName[r.Service+" "+name]; ok {
+			return jobOf(p, byName)
+		}
+	}
+}
+
+// lastSlash is the index of the n-th slash from the end of s (a parent's end), or -1.
+func lastSlash(s string, n int) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			n--
+			if n == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
