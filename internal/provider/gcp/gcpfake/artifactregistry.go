@@ -6,45 +6,46 @@ import (
 	"time"
 )
 
-const hostAR = "artifactregistry.googleapis.com"
+// HostArtifactRegistry is Artifact Registry's host.
+const HostArtifactRegistry = "artifactregistry.googleapis.com"
 
 // Artifact Registry (artifactregistry/v1): repositories, made and deleted by
 // google.longrunning operations. A repository being made is not readable yet, but its name
 // is taken.
 func (c *Cloud) registerArtifactRegistry() {
 	base := "/v1/projects/{project}/locations/{location}"
-	c.Handle(hostAR, "POST "+base+"/repositories", c.arCreate)
-	c.Handle(hostAR, "GET "+base+"/repositories", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostArtifactRegistry, "POST "+base+"/repositories", c.arCreate)
+	c.Handle(HostArtifactRegistry, "GET "+base+"/repositories", func(w http.ResponseWriter, r *http.Request) {
 		if !c.ownProject(w, r) {
 			return
 		}
 		var out []map[string]any
-		for _, rep := range c.Under(hostAR, parentOf(r)+"/repositories") {
+		for _, rep := range c.Under(HostArtifactRegistry, parentOf(r)+"/repositories") {
 			out = append(out, rep.Body)
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"repositories": out})
 	})
-	c.Handle(hostAR, "GET "+base+"/repositories/{repo}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostArtifactRegistry, "GET "+base+"/repositories/{repo}", func(w http.ResponseWriter, r *http.Request) {
 		if rep, ok := c.arRepo(w, r); ok {
 			WriteJSON(w, http.StatusOK, rep.Body)
 		}
 	})
-	c.Handle(hostAR, "DELETE "+base+"/repositories/{repo}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostArtifactRegistry, "DELETE "+base+"/repositories/{repo}", func(w http.ResponseWriter, r *http.Request) {
 		rep, ok := c.arRepo(w, r)
 		if !ok {
 			return
 		}
-		op, _ := c.StartOp(hostAR, parentOf(r)+"/operations/"+newUUID(), "delete", rep.Name, "", func() (any, *Status) {
-			delete(c.resources, hostAR+" "+rep.Name)
+		op, _ := c.StartOp(HostArtifactRegistry, parentOf(r)+"/operations/"+newUUID(), "delete", rep.Name, "", func() (any, *Status) {
+			delete(c.resources, HostArtifactRegistry+" "+rep.Name)
 			return map[string]any{"@type": "type.googleapis.com/google.protobuf.Empty"}, nil
 		})
 		WriteJSON(w, http.StatusOK, LRO(*op, arMetadata))
 	})
-	c.Handle(hostAR, "GET "+base+"/operations/{op}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostArtifactRegistry, "GET "+base+"/operations/{op}", func(w http.ResponseWriter, r *http.Request) {
 		if !c.ownProject(w, r) {
 			return
 		}
-		op, ok := c.Operation(hostAR, parentOf(r)+"/operations/"+r.PathValue("op"))
+		op, ok := c.Operation(HostArtifactRegistry, parentOf(r)+"/operations/"+r.PathValue("op"))
 		if !ok {
 			NotFound(w, "operation "+r.PathValue("op"))
 			return
@@ -63,7 +64,7 @@ func (c *Cloud) arRepo(w http.ResponseWriter, r *http.Request) (Resource, bool) 
 	if !c.ownProject(w, r) {
 		return Resource{}, false
 	}
-	rep, ok := c.Lookup(hostAR, parentOf(r)+"/repositories/"+r.PathValue("repo"))
+	rep, ok := c.Lookup(HostArtifactRegistry, parentOf(r)+"/repositories/"+r.PathValue("repo"))
 	if !ok || rep.Pending {
 		NotFound(w, parentOf(r)+"/repositories/"+r.PathValue("repo"))
 		return Resource{}, false
@@ -91,16 +92,16 @@ func (c *Cloud) arCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	full := parentOf(r) + "/repositories/" + id
-	if _, ok := c.Lookup(hostAR, full); ok {
+	if _, ok := c.Lookup(HostArtifactRegistry, full); ok {
 		WriteError(w, http.StatusConflict, "ALREADY_EXISTS", "the repository already exists", "alreadyExists")
 		return
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	in["name"], in["createTime"], in["updateTime"] = full, now, now
 	in["mode"] = "STANDARD_REPOSITORY"
-	c.Put(Resource{Service: hostAR, Kind: "artifactregistry.repository", Name: full, Body: in, Pending: true})
-	op, _ := c.StartOp(hostAR, parentOf(r)+"/operations/"+newUUID(), "create", full, "", func() (any, *Status) {
-		rep, ok := c.resources[hostAR+" "+full]
+	c.Put(Resource{Service: HostArtifactRegistry, Kind: "artifactregistry.repository", Name: full, Body: in, Pending: true})
+	op, _ := c.StartOp(HostArtifactRegistry, parentOf(r)+"/operations/"+newUUID(), "create", full, "", func() (any, *Status) {
+		rep, ok := c.resources[HostArtifactRegistry+" "+full]
 		if !ok {
 			return nil, &Status{Code: 10, Message: "the repository was deleted meanwhile", Reason: "ABORTED"}
 		}

@@ -7,48 +7,49 @@ import (
 	"time"
 )
 
-const hostDNS = "dns.googleapis.com"
+// HostDNS is Cloud DNS's host.
+const HostDNS = "dns.googleapis.com"
 
 // Cloud DNS (dns/v1): managed zones, answered at once, and their record sets. A new zone
 // holds its SOA and NS record sets, and a zone is deleted only when it holds nothing else.
 func (c *Cloud) registerDNS() {
 	zones := "/dns/v1/projects/{project}/managedZones"
-	c.Handle(hostDNS, "POST "+zones, c.dnsCreateZone)
-	c.Handle(hostDNS, "GET "+zones, func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostDNS, "POST "+zones, c.dnsCreateZone)
+	c.Handle(HostDNS, "GET "+zones, func(w http.ResponseWriter, r *http.Request) {
 		if !c.ownProject(w, r) {
 			return
 		}
 		var out []map[string]any
-		for _, z := range c.Under(hostDNS, "projects/"+c.Project+"/managedZones") {
+		for _, z := range c.Under(HostDNS, "projects/"+c.Project+"/managedZones") {
 			out = append(out, z.Body)
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#managedZonesListResponse", "managedZones": out})
 	})
-	c.Handle(hostDNS, "GET "+zones+"/{zone}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostDNS, "GET "+zones+"/{zone}", func(w http.ResponseWriter, r *http.Request) {
 		if z, ok := c.dnsZone(w, r); ok {
 			WriteJSON(w, http.StatusOK, z.Body)
 		}
 	})
-	c.Handle(hostDNS, "DELETE "+zones+"/{zone}", c.dnsDeleteZone)
+	c.Handle(HostDNS, "DELETE "+zones+"/{zone}", c.dnsDeleteZone)
 	sets := zones + "/{zone}/rrsets"
-	c.Handle(hostDNS, "POST "+sets, c.dnsCreateRecords)
-	c.Handle(hostDNS, "GET "+sets, func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostDNS, "POST "+sets, c.dnsCreateRecords)
+	c.Handle(HostDNS, "GET "+sets, func(w http.ResponseWriter, r *http.Request) {
 		z, ok := c.dnsZone(w, r)
 		if !ok {
 			return
 		}
 		var out []map[string]any
-		for _, rr := range c.Under(hostDNS, z.Name+"/rrsets") {
+		for _, rr := range c.Under(HostDNS, z.Name+"/rrsets") {
 			out = append(out, rr.Body)
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#resourceRecordSetsListResponse", "rrsets": out})
 	})
-	c.Handle(hostDNS, "GET "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostDNS, "GET "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
 		if rr, ok := c.dnsRecord(w, r); ok {
 			WriteJSON(w, http.StatusOK, rr.Body)
 		}
 	})
-	c.Handle(hostDNS, "PATCH "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostDNS, "PATCH "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
 		rr, ok := c.dnsRecord(w, r)
 		if !ok {
 			return
@@ -65,12 +66,12 @@ func (c *Cloud) registerDNS() {
 		c.Put(rr)
 		WriteJSON(w, http.StatusOK, rr.Body)
 	})
-	c.Handle(hostDNS, "DELETE "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
+	c.Handle(HostDNS, "DELETE "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
 		rr, ok := c.dnsRecord(w, r)
 		if !ok {
 			return
 		}
-		c.Remove(hostDNS, rr.Name)
+		c.Remove(HostDNS, rr.Name)
 		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#resourceRecordSetsDeleteResponse"})
 	})
 }
@@ -90,7 +91,7 @@ func (c *Cloud) dnsZone(w http.ResponseWriter, r *http.Request) (Resource, bool)
 	if !c.ownProject(w, r) {
 		return Resource{}, false
 	}
-	z, ok := c.Lookup(hostDNS, "projects/"+c.Project+"/managedZones/"+r.PathValue("zone"))
+	z, ok := c.Lookup(HostDNS, "projects/"+c.Project+"/managedZones/"+r.PathValue("zone"))
 	if !ok {
 		NotFound(w, "managedZone "+r.PathValue("zone"))
 		return Resource{}, false
@@ -107,7 +108,7 @@ func (c *Cloud) dnsRecord(w http.ResponseWriter, r *http.Request) (Resource, boo
 	if !ok {
 		return Resource{}, false
 	}
-	rr, ok := c.Lookup(hostDNS, rrsetKey(z, r.PathValue("name"), r.PathValue("type")))
+	rr, ok := c.Lookup(HostDNS, rrsetKey(z, r.PathValue("name"), r.PathValue("type")))
 	if !ok {
 		NotFound(w, "rrset "+r.PathValue("name")+" "+r.PathValue("type"))
 		return Resource{}, false
@@ -134,7 +135,7 @@ func (c *Cloud) dnsCreateZone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	full := "projects/" + c.Project + "/managedZones/" + zname
-	if _, ok := c.Lookup(hostDNS, full); ok {
+	if _, ok := c.Lookup(HostDNS, full); ok {
 		WriteError(w, http.StatusConflict, "ALREADY_EXISTS", fmt.Sprintf("The resource 'entity.managedZone' named '%s' already exists", zname), "alreadyExists")
 		return
 	}
@@ -166,12 +167,12 @@ func (c *Cloud) dnsCreateZone(w http.ResponseWriter, r *http.Request) {
 	if in["visibility"] == nil {
 		in["visibility"] = "public"
 	}
-	zone := Resource{Service: hostDNS, Kind: "dns#managedZone", Name: full, Body: in}
+	zone := Resource{Service: HostDNS, Kind: "dns#managedZone", Name: full, Body: in}
 	c.Put(zone)
-	c.Put(Resource{Service: hostDNS, Kind: "dns#resourceRecordSet", Name: rrsetKey(zone, dnsName, "SOA"), Body: map[string]any{
+	c.Put(Resource{Service: HostDNS, Kind: "dns#resourceRecordSet", Name: rrsetKey(zone, dnsName, "SOA"), Body: map[string]any{
 		"kind": "dns#resourceRecordSet", "name": dnsName, "type": "SOA", "ttl": 21600,
 		"rrdatas": []any{"ns-cloud-a1.googledomains.com. cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"}}})
-	c.Put(Resource{Service: hostDNS, Kind: "dns#resourceRecordSet", Name: rrsetKey(zone, dnsName, "NS"), Body: map[string]any{
+	c.Put(Resource{Service: HostDNS, Kind: "dns#resourceRecordSet", Name: rrsetKey(zone, dnsName, "NS"), Body: map[string]any{
 		"kind": "dns#resourceRecordSet", "name": dnsName, "type": "NS", "ttl": 21600, "rrdatas": ns}})
 	WriteJSON(w, http.StatusOK, in)
 }
@@ -181,7 +182,7 @@ func (c *Cloud) dnsDeleteZone(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	records := c.Under(hostDNS, z.Name+"/rrsets")
+	records := c.Under(HostDNS, z.Name+"/rrsets")
 	for _, rr := range records {
 		if t := rr.Body["type"]; t != "SOA" && t != "NS" {
 			WriteError(w, http.StatusBadRequest, "FAILED_PRECONDITION",
@@ -190,9 +191,9 @@ func (c *Cloud) dnsDeleteZone(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, rr := range records {
-		c.Remove(hostDNS, rr.Name)
+		c.Remove(HostDNS, rr.Name)
 	}
-	c.Remove(hostDNS, z.Name)
+	c.Remove(HostDNS, z.Name)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -224,13 +225,13 @@ func (c *Cloud) dnsCreateRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := rrsetKey(z, name, typ)
-	if _, ok := c.Lookup(hostDNS, key); ok {
+	if _, ok := c.Lookup(HostDNS, key); ok {
 		WriteError(w, http.StatusConflict, "ALREADY_EXISTS",
 			fmt.Sprintf("The resource 'entity.rrset' named '%s (%s)' already exists", name, typ), "alreadyExists")
 		return
 	}
 	in["kind"] = "dns#resourceRecordSet"
-	c.Put(Resource{Service: hostDNS, Kind: "dns#resourceRecordSet", Name: key, Body: in})
+	c.Put(Resource{Service: HostDNS, Kind: "dns#resourceRecordSet", Name: key, Body: in})
 	WriteJSON(w, http.StatusOK, in)
 }
 

@@ -1,0 +1,193 @@
+package gcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/app"
+	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
+)
+
+// Environment of a child server.
+const (
+	envServe   = "GW_GCP_SERVE"
+	envDataDir = "GW_GCP_DATA_DIR"
+	envAddr    = "GW_GCP_ADDR"
+	envCrashAt = "GW_GCP_CRASH_AT" // step#n,...: SIGKILL after the n-th Do of the step (*: every step)
+	envMarkers = "GW_GCP_MARKER_DIR"
+)
+
+const childToken = "gw_test_gcp_crash_0123456789abcdef"
+
+// serve is the child: a real server, SIGKILLed after the listed calls of its steps, after the
+// cloud calls and before the engine records them. It reaches the parent's fake project
+// through the account's endpoints, as it would any GCP-compatible target.
+func serve() int {
+	crashAt := map[string]bool{}
+	for _, s := range strings.Split(os.Getenv(envCrashAt), ",") {
+		crashAt[s] = true
+	}
+	markers := os.Getenv(envMarkers)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	afterDo := func(ctx context.Context, j *job.Job, step string) {
+		// Hold every step until the test has made all its jobs, so that no crash cuts a
+		// request short and every job's first steps are still ahead.
+		for {
+			if _, err := os.Stat(filepath.Join(markers, "armed")); err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// Count this step's calls on disk, so that the count survives the crashes.
+		counter := filepath.Join(markers, j.ID+"."+step+".calls")
+		b, _ := os.ReadFile(counter)
+		n, _ := strconv.Atoi(string(b))
+		n++
+		_ = os.WriteFile(counter, []byte(strconv.Itoa(n)), 0o644)
+		if !crashAt[fmt.Sprintf("%s#%d", step, n)] && !crashAt[fmt.Sprintf("*#%d", n)] {
+			return
+		}
+		f, err := os.Create(filepath.Join(markers, fmt.Sprintf("%s.%s.%d.crash", j.ID, step, n)))
+		if err == nil {
+			_ = f.Sync()
+			_ = f.Close()
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way; never return to the checkpoint
+	}
+	err := app.Run(ctx, app.Options{
+		Addr: os.Getenv(envAddr), DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,
+		PollInterval: 50 * time.Millisecond, ShutdownGrace: time.Second,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		AWS:        app.AWSOptions{Poll: 50 * time.Millisecond, LeaseTTL: time.Second, AfterDo: afterDo},
+		Datastores: app.DatastoreOptions{Poll: 50 * time.Millisecond, LeaseTTL: time.Second, AfterDo: afterDo},
+		Components: app.ComponentOptions{LeaseTTL: time.Second},
+		GCP:        app.GCPOptions{Poll: 10 * time.Millisecond},
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// crashJobs are the jobs the crash test runs, one per family, and what each holds when done.
+var crashJobs = map[string]struct {
+	kind, config string
+	made         map[string]int // resource kind → how many the job holds when done
+}{
+	"registry": {"registry", `{"name":"crash-images"}`, map[string]int{"artifactregistry.repository": 1}},
+	"dns_zone": {"dns_zone", `{"domain":"crash.example.com"}`,
+		map[string]int{"dns#managedZone": 1}},
+}
+
+// TestCrashMidPipelineResumes SIGKILLs the server during one job of every GCP family: after
+// the first call of every step (an operation started, its name not yet recorded) and after
+// the third (names recorded, operations in flight). Restarted each time, the server completes
+// every job: every create was sent once, every job holds one of each thing it makes, and
+// teardown leaves nothing of any job.
+func TestCrashMidPipelineResumes(t *testing.T) {
+	t.Parallel()
+	cloud := gcpfake.New(t)
+	markers := t.TempDir()
+	addr := childserver.FreeAddr(t)
+	c := childserver.Start(t, append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr,
+		envCrashAt+"=*#1,*#3", envMarkers+"="+markers))
+	cl := client.New("http://"+addr, childToken)
+	c.WaitUp(cl)
+	space := newSpace(t, cl, cloud, nil)
+
+	ids := map[string]string{}
+	for name, spec := range crashJobs {
+		var j job.Job
+		if err := cl.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
+			map[string]any{"spaceID": space.ID, "kind": spec.kind, "config": json.RawMessage(spec.config)}, &j); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		ids[name] = j.ID
+	}
+	if err := os.WriteFile(filepath.Join(markers, "armed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restarts := 0
+	deadline := time.Now().Add(3 * time.Minute)
+	waitAll := func(want job.Status) {
+		t.Helper()
+		for name, id := range ids {
+			for {
+				if c.RestartIfDead() {
+					restarts++
+					c.WaitUp(cl)
+				}
+				var got job.Job
+				err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
+				if err == nil && got.Status == want {
+					break
+				}
+				if err == nil && got.Status == job.StatusFailed {
+					t.Fatalf("%s job failed: %+v", name, got.Failure)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s job not %s after %d restarts: %v %v", name, want, restarts, got.Status, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	waitAll(job.StatusCompleted)
+	crashed, _ := filepath.Glob(filepath.Join(markers, "*.crash"))
+	for name, id := range ids {
+		if n, _ := filepath.Glob(filepath.Join(markers, id+".*.crash")); len(n) == 0 {
+			t.Errorf("the %s job never crashed", name)
+		}
+	}
+	for name, spec := range crashJobs {
+		have := labelled(cloud, ids[name])
+		for kind, n := range spec.made {
+			if have[kind] != n {
+				t.Errorf("%s holds %d of %s after the crashes, want %d (all: %v)", name, have[kind], kind, n, have)
+			}
+		}
+	}
+	// Every create reached Google once: a re-run after a crash found what the first made.
+	for host, path := range map[string]string{gcpfake.HostArtifactRegistry: "/repositories", gcpfake.HostDNS: "/managedZones"} {
+		creates := 0
+		for _, call := range cloud.Calls() {
+			if call.Service == host && call.Method == http.MethodPost && strings.HasSuffix(call.Path, path) && call.Status == http.StatusOK {
+				creates++
+			}
+		}
+		if creates != 1 {
+			t.Errorf("%s: %d successful creates across the crashes, want 1", host, creates)
+		}
+	}
+	t.Logf("%d crashes, %d restarts", len(crashed), restarts)
+
+	for name, id := range ids {
+		if err := cl.Do(testCtx(t), http.MethodDelete, "/api/provisioning-jobs/"+id, nil, nil); err != nil {
+			t.Fatalf("delete %s: %v", name, err)
+		}
+	}
+	waitAll(job.StatusDeleted)
+	for name, id := range ids {
+		if left := labelled(cloud, id); len(left) > 0 {
+			t.Errorf("after teardown the project still holds %v of the %s job", left, name)
+		}
+	}
+}
