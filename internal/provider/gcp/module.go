@@ -55,6 +55,7 @@ var (
 	_ provider.DNSZoneDrivers  = (*Module)(nil)
 	_ provider.ErrorClassifier = (*Module)(nil)
 	_ provider.FamilyNotes     = (*Module)(nil)
+	_ provider.PlanSources     = (*Module)(nil)
 )
 
 // NewModule returns the module.
