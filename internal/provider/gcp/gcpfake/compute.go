@@ -63,12 +63,17 @@ func (c *Cloud) RegisterCompute(k ComputeCollection) {
 		if !c.ownProject(w, r) {
 			return
 		}
-		items := []map[string]any{}
+		var items []map[string]any
 		for _, res := range c.Under(HostCompute, c.computeParent(r, k.Scope)+"/"+k.Name) {
 			items = append(items, res.Body)
 		}
-		WriteJSON(w, http.StatusOK, map[string]any{"kind": k.Kind + "List", "items": items,
-			"selfLink": SelfLinkBase + c.computeParent(r, k.Scope) + "/" + k.Name})
+		page, next := Page(r, items)
+		out := map[string]any{"kind": k.Kind + "List", "items": page,
+			"selfLink": SelfLinkBase + c.computeParent(r, k.Scope) + "/" + k.Name}
+		if next != "" {
+			out["nextPageToken"] = next
+		}
+		WriteJSON(w, http.StatusOK, out)
 	})
 	c.Handle(HostCompute, "GET "+base+"/{name}", func(w http.ResponseWriter, r *http.Request) {
 		if res, ok := c.computeGet(w, r, k); ok {

@@ -19,11 +19,12 @@ func (c *Cloud) registerDNS() {
 		if !c.ownProject(w, r) {
 			return
 		}
-		var out []map[string]any
+		var all []map[string]any
 		for _, z := range c.Under(HostDNS, "projects/"+c.Project+"/managedZones") {
-			out = append(out, z.Body)
+			all = append(all, z.Body)
 		}
-		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#managedZonesListResponse", "managedZones": out})
+		page, next := Page(r, all)
+		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#managedZonesListResponse", "managedZones": page, "nextPageToken": next})
 	})
 	c.Handle(HostDNS, "GET "+zones+"/{zone}", func(w http.ResponseWriter, r *http.Request) {
 		if z, ok := c.dnsZone(w, r); ok {
@@ -38,11 +39,12 @@ func (c *Cloud) registerDNS() {
 		if !ok {
 			return
 		}
-		var out []map[string]any
+		var all []map[string]any
 		for _, rr := range c.Under(HostDNS, z.Name+"/rrsets") {
-			out = append(out, rr.Body)
+			all = append(all, rr.Body)
 		}
-		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#resourceRecordSetsListResponse", "rrsets": out})
+		page, next := Page(r, all)
+		WriteJSON(w, http.StatusOK, map[string]any{"kind": "dns#resourceRecordSetsListResponse", "rrsets": page, "nextPageToken": next})
 	})
 	c.Handle(HostDNS, "GET "+sets+"/{name}/{type}", func(w http.ResponseWriter, r *http.Request) {
 		if rr, ok := c.dnsRecord(w, r); ok {
