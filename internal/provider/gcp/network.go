@@ -309,7 +309,7 @@ func (d NetworkDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg networ
 	own := d.own(j)
 	p, region := d.C.ProjectID, d.C.Region
 	n := Network{NetworkID: own.ID(), SelfLink: own.SelfLink(), Region: region, CIDR: pfx.Masked().String(),
-		Subnets: map[string]string{roleSubnet: "projects/" + p + "/regions/" + region + "/subnetworks/" + name(j, roleSubnet)},
+		Subnets:             map[string]string{roleSubnet: "projects/" + p + "/regions/" + region + "/subnetworks/" + name(j, roleSubnet)},
 		PrivateServiceRange: "projects/" + p + "/global/addresses/" + name(j, rolePSARange)}
 	n.SubnetIDs = []string{n.Subnets[roleSubnet]}
 	for _, fw := range firewalls(j, pfx, own.SelfLink()) {
