@@ -158,10 +158,10 @@ func stillInUse(what string, err error) error {
 // computeResource is a compute resource of the job in the terms converge and remove use:
 // read by get, made by insert, deleted by del, each call carrying the requestId of its
 // key so that a call re-sent after a crash is answered with the first call's operation.
-func (d NetworkDriver) computeResource(s *compute.Service, j *job.Job, what string,
+func (d NetworkDriver) computeResource(s *compute.Service, j *job.Job, key, what string,
 	get func(ctx context.Context) (string, error),
-	insert func(ctx context.Context) (*compute.Operation, error),
-	del func(ctx context.Context) (*compute.Operation, error),
+	insert func(ctx context.Context, rid string) (*compute.Operation, error),
+	del func(ctx context.Context, rid string) (*compute.Operation, error),
 ) Resource {
 	poll := d.C.pollCompute(s)
 	return Resource{
@@ -169,9 +169,9 @@ func (d NetworkDriver) computeResource(s *compute.Service, j *job.Job, what stri
 			desc, err := get(ctx)
 			return described(j, desc, err)
 		},
-		Create: func(ctx context.Context) (string, error) { return startCompute(insert(ctx)) },
+		Create: func(ctx context.Context) (string, error) { return sendOnce(ctx, j, "create "+key, insert) },
 		Delete: func(ctx context.Context) (string, error) {
-			op, err := startCompute(del(ctx))
+			op, err := sendOnce(ctx, j, "delete "+key, del)
 			return op, stillInUse(what, err)
 		},
 		Poll: func(ctx context.Context, op string) (bool, error, error) {
@@ -181,6 +181,26 @@ func (d NetworkDriver) computeResource(s *compute.Service, j *job.Job, what stri
 	}
 }
 
+// sendOnce sends a compute insert or delete (call) under the requestId of the job's key and
+// returns the operation to poll. Google answers a requestId it has seen with that call's
+// operation, which is what makes a call re-sent after a crash harmless. An operation DONE
+// without error when answered is such an answer to a call that finished earlier (a new
+// insert or delete is not done on the spot), and the caller sends only when the resource is
+// not in the state that call left it in: it was made and deleted since (a job's network
+// undone and made again). The call is then sent again under an id derived from that
+// operation, which a crash re-derives just as it re-derives the first.
+func sendOnce(ctx context.Context, j *job.Job, key string, call func(ctx context.Context, rid string) (*compute.Operation, error)) (string, error) {
+	rid := requestID(j, key)
+	for range 8 {
+		op, err := call(ctx, rid)
+		if err != nil || op.Status != "DONE" || op.Error != nil {
+			return startCompute(op, err)
+		}
+		rid = requestID(j, key+" after "+op.Name)
+	}
+	return "", fault.Transientf("%s: Google keeps answering with finished operations", key)
+}
+
 // parts are the compute resources of a job's network other than the network itself, by
 // their Ops key.
 func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, nat bool) (keys []string, rs map[string]Resource) {
@@ -188,9 +208,9 @@ func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, n
 	link := d.own(j).SelfLink()
 	rs = map[string]Resource{}
 	add := func(key, what string, get func(ctx context.Context) (string, error),
-		insert, del func(ctx context.Context) (*compute.Operation, error)) {
+		insert, del func(ctx context.Context, rid string) (*compute.Operation, error)) {
 		keys = append(keys, key)
-		rs[key] = d.computeResource(s, j, what, get, insert, del)
+		rs[key] = d.computeResource(s, j, key, what, get, insert, del)
 	}
 
 	subnet := name(j, roleSubnet)
@@ -200,16 +220,16 @@ func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, n
 			return "", err
 		}
 		return v.Description, nil
-	}, func(ctx context.Context) (*compute.Operation, error) {
+	}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 		// GCP subnets are regional: one subnet spans every zone of the region, so azCount
 		// makes no more of them. The private subnet takes the first half of the block; the
 		// second half is left for secondary ranges (a GKE cluster's pods and services) and
 		// proxy-only subnets.
 		return s.Subnetworks.Insert(p, region, &compute.Subnetwork{Name: subnet, Description: description(j, roleSubnet),
 			Network: link, IpCidrRange: half(pfx), PrivateIpGoogleAccess: true}).
-			RequestId(requestID(j, "create subnet "+roleSubnet)).Context(ctx).Do()
-	}, func(ctx context.Context) (*compute.Operation, error) {
-		return s.Subnetworks.Delete(p, region, subnet).RequestId(requestID(j, "delete subnet "+roleSubnet)).Context(ctx).Do()
+			RequestId(rid).Context(ctx).Do()
+	}, func(ctx context.Context, rid string) (*compute.Operation, error) {
+		return s.Subnetworks.Delete(p, region, subnet).RequestId(rid).Context(ctx).Do()
 	})
 
 	if nat {
@@ -220,13 +240,13 @@ func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, n
 				return "", err
 			}
 			return v.Description, nil
-		}, func(ctx context.Context) (*compute.Operation, error) {
+		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 			return s.Routers.Insert(p, region, &compute.Router{Name: router, Description: description(j, roleRouter), Network: link,
 				Nats: []*compute.RouterNat{{Name: name(j, roleNAT), NatIpAllocateOption: "AUTO_ONLY",
 					SourceSubnetworkIpRangesToNat: "ALL_SUBNETWORKS_ALL_IP_RANGES"}}}).
-				RequestId(requestID(j, "create router")).Context(ctx).Do()
-		}, func(ctx context.Context) (*compute.Operation, error) {
-			return s.Routers.Delete(p, region, router).RequestId(requestID(j, "delete router")).Context(ctx).Do()
+				RequestId(rid).Context(ctx).Do()
+		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
+			return s.Routers.Delete(p, region, router).RequestId(rid).Context(ctx).Do()
 		})
 	}
 
@@ -237,10 +257,10 @@ func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, n
 				return "", err
 			}
 			return v.Description, nil
-		}, func(ctx context.Context) (*compute.Operation, error) {
-			return s.Firewalls.Insert(p, fw.rule).RequestId(requestID(j, "create firewall "+fw.role)).Context(ctx).Do()
-		}, func(ctx context.Context) (*compute.Operation, error) {
-			return s.Firewalls.Delete(p, fw.rule.Name).RequestId(requestID(j, "delete firewall "+fw.role)).Context(ctx).Do()
+		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
+			return s.Firewalls.Insert(p, fw.rule).RequestId(rid).Context(ctx).Do()
+		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
+			return s.Firewalls.Delete(p, fw.rule.Name).RequestId(rid).Context(ctx).Do()
 		})
 	}
 
@@ -251,12 +271,12 @@ func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, n
 			return "", err
 		}
 		return v.Description, nil
-	}, func(ctx context.Context) (*compute.Operation, error) {
+	}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 		return s.GlobalAddresses.Insert(p, &compute.Address{Name: rng, Description: description(j, rolePSARange), Network: link,
 			Purpose: "VPC_PEERING", AddressType: "INTERNAL", PrefixLength: psaPrefix}).
-			RequestId(requestID(j, "create range "+rolePSARange)).Context(ctx).Do()
-	}, func(ctx context.Context) (*compute.Operation, error) {
-		return s.GlobalAddresses.Delete(p, rng).RequestId(requestID(j, "delete range "+rolePSARange)).Context(ctx).Do()
+			RequestId(rid).Context(ctx).Do()
+	}, func(ctx context.Context, rid string) (*compute.Operation, error) {
+		return s.GlobalAddresses.Delete(p, rng).RequestId(rid).Context(ctx).Do()
 	})
 	return keys, rs
 }
@@ -323,18 +343,18 @@ func (d NetworkDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg networ
 		return network.Result{VPCID: n.NetworkID, Ready: ready && err == nil, Data: n.data(ops)}, err
 	}
 
-	ok, err := d.C.converge(ctx, ops, "create network", d.computeResource(s, j, "network "+own.Name,
+	ok, err := d.C.converge(ctx, ops, "create network", d.computeResource(s, j, "network", "network "+own.Name,
 		func(ctx context.Context) (string, error) {
 			v, err := s.Networks.Get(p, own.Name).Context(ctx).Do()
 			if err != nil {
 				return "", err
 			}
 			return v.Description, nil
-		}, func(ctx context.Context) (*compute.Operation, error) {
+		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 			return s.Networks.Insert(p, &compute.Network{Name: own.Name, Description: description(j, roleNetwork),
 				AutoCreateSubnetworks: false, ForceSendFields: []string{"AutoCreateSubnetworks"},
 				RoutingConfig: &compute.NetworkRoutingConfig{RoutingMode: "REGIONAL"}}).
-				RequestId(requestID(j, "create network")).Context(ctx).Do()
+				RequestId(rid).Context(ctx).Do()
 		}, nil))
 	if err != nil || !ok {
 		return res(false, err)
@@ -511,14 +531,14 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 	}
 	own := d.own(j)
 	ops := Ops{}
-	netRes := d.computeResource(s, j, "network "+own.Name, func(ctx context.Context) (string, error) {
+	netRes := d.computeResource(s, j, "network", "network "+own.Name, func(ctx context.Context) (string, error) {
 		v, err := s.Networks.Get(own.Project, own.Name).Context(ctx).Do()
 		if err != nil {
 			return "", err
 		}
 		return v.Description, nil
-	}, nil, func(ctx context.Context) (*compute.Operation, error) {
-		return s.Networks.Delete(own.Project, own.Name).RequestId(requestID(j, "delete network")).Context(ctx).Do()
+	}, nil, func(ctx context.Context, rid string) (*compute.Operation, error) {
+		return s.Networks.Delete(own.Project, own.Name).RequestId(rid).Context(ctx).Do()
 	})
 	st, err := netRes.Get(ctx)
 	if err != nil {
@@ -580,13 +600,17 @@ func (d NetworkDriver) peeringResource(s *compute.Service, j *job.Job, own netwo
 			return State{}, nil
 		},
 		Create: func(ctx context.Context) (string, error) {
-			return startCompute(s.Networks.AddPeering(own.Project, own.Name, &compute.NetworksAddPeeringRequest{
-				NetworkPeering: &compute.NetworkPeering{Name: pname, Network: peer.SelfLink(), ExchangeSubnetRoutes: true}}).
-				RequestId(requestID(j, "add peering")).Context(ctx).Do())
+			return sendOnce(ctx, j, "add peering", func(ctx context.Context, rid string) (*compute.Operation, error) {
+				return s.Networks.AddPeering(own.Project, own.Name, &compute.NetworksAddPeeringRequest{
+					NetworkPeering: &compute.NetworkPeering{Name: pname, Network: peer.SelfLink(), ExchangeSubnetRoutes: true}}).
+					RequestId(rid).Context(ctx).Do()
+			})
 		},
 		Delete: func(ctx context.Context) (string, error) {
-			return startCompute(s.Networks.RemovePeering(own.Project, own.Name, &compute.NetworksRemovePeeringRequest{Name: pname}).
-				RequestId(requestID(j, "remove peering")).Context(ctx).Do())
+			return sendOnce(ctx, j, "remove peering", func(ctx context.Context, rid string) (*compute.Operation, error) {
+				return s.Networks.RemovePeering(own.Project, own.Name, &compute.NetworksRemovePeeringRequest{Name: pname}).
+					RequestId(rid).Context(ctx).Do()
+			})
 		},
 		Poll: d.C.pollCompute(s),
 	}

@@ -386,3 +386,51 @@ func TestNetworkAdoptsAndNeverDeletes(t *testing.T) {
 	}
 	deleteAll(t, d, owner)
 }
+
+// A job's network deleted (an undo) and made again: Google still answers the first round's
+// requestIds with their finished operations, and those must not pass for the new round's.
+func TestNetworkMadeAgainAfterDelete(t *testing.T) {
+	t.Parallel()
+	c, cloud := testClient(t)
+	d := NetworkDriver{C: c}
+	ctx := context.Background()
+	cfg := network.Config{}
+	j := networkJob(t, "job_netagain1", cfg)
+	peer := networkJob(t, "job_netagain2", network.Config{CIDR: "10.9.0.0/16", NoNAT: true})
+	np := ensureReady(t, d, peer, network.Config{CIDR: "10.9.0.0/16", NoNAT: true})
+	want := kinds(cloud)
+	want["compute#network"]++
+	want["compute#subnetwork"]++
+	want["compute#router"]++
+	want["compute#firewall"] += 2
+	want["compute#address"]++
+	want[gcpfake.KindConnection]++
+	for round := range 2 {
+		j.Infra = nil
+		n := ensureReady(t, d, j, cfg)
+		if got := kinds(cloud); !mapsEqual(got, want) {
+			t.Fatalf("round %d: resources %v, want %v", round, got, want)
+		}
+		pname, err := d.EnsurePeering(ctx, j, n.VPCID, network.Peering{PeerVPCID: np.VPCID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasPeering(cloud, n.VPCID, pname, gcpfake.PeeringInactive) {
+			t.Fatalf("round %d: no peering on the network", round)
+		}
+		if err := d.DeletePeering(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if hasPeering(cloud, n.VPCID, pname, gcpfake.PeeringInactive) {
+			t.Fatalf("round %d: the peering is still there", round)
+		}
+		deleteAll(t, d, j)
+		if _, ok := cloud.Lookup(gcpfake.HostCompute, n.VPCID); ok {
+			t.Fatalf("round %d: the network is still there", round)
+		}
+	}
+	deleteAll(t, d, peer)
+	if left := cloud.Resources(); len(left) != 0 {
+		t.Fatalf("left: %v", left)
+	}
+}
