@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"strings"
 
@@ -553,7 +554,25 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 		if err != nil {
 			return false, err
 		}
-		if gone, err := d.C.remove(ctx, ops, "delete connection", d.connection(svc, j, consumer)); err != nil || !gone {
+		// Service Networking takes no requestId and a connection being deleted reads as
+		// there, so its operation could not be found again by a later call: it is awaited
+		// here (it takes seconds to a minute). It fails while a producer service still has
+		// an address in the range.
+		conn := d.connection(svc, j, consumer)
+		poll := conn.Poll
+		conn.Poll = func(ctx context.Context, op string) (bool, error, error) {
+			done, failed, err := poll(ctx, op)
+			var ge *googleapi.Error
+			if errors.As(failed, &ge) && ge.Code == http.StatusBadRequest {
+				failed = fault.UserAction(fmt.Errorf("private services access of %s: %w", own.ID(), failed), "NetworkInUseByServices",
+					"Cloud SQL or Memorystore instances still use the network's private services access; delete them (or the datastore jobs on this network) first, then retry.",
+					d.C.ConsoleURL("networking/peering/list"))
+			}
+			return done, failed, err
+		}
+		if err := d.C.await(ctx, "deleting the private services access connection of "+own.ID(), func() (bool, error) {
+			return d.C.remove(ctx, ops, "delete connection", conn)
+		}); err != nil {
 			return false, err
 		}
 	}

@@ -434,3 +434,31 @@ func TestNetworkMadeAgainAfterDelete(t *testing.T) {
 		t.Fatalf("left: %v", left)
 	}
 }
+
+// A Cloud SQL instance on the network keeps its private services access connection: the
+// delete says so (the user's to fix), and goes through once the instance is gone.
+func TestNetworkDeleteRefusedWhileADatabaseUsesIt(t *testing.T) {
+	t.Parallel()
+	c, cloud := testClient(t)
+	d := NetworkDriver{C: c}
+	cfg := network.Config{NoNAT: true}
+	j := networkJob(t, "job_netsql001", cfg)
+	n := ensureReady(t, d, j, cfg)
+	db := "projects/" + gcpfake.Project + "/instances/orders"
+	cloud.Put(gcpfake.Resource{Service: "sqladmin.googleapis.com", Kind: "sql#instance", Name: db,
+		Body: map[string]any{"name": "orders", "settings": map[string]any{"ipConfiguration": map[string]any{
+			"ipv4Enabled": false, "privateNetwork": "projects/" + gcpfake.Project + "/global/networks/" + name(j, roleNetwork)}}}})
+	_, err := d.DeleteNetwork(context.Background(), j)
+	var fe *fault.Error
+	if !errors.As(err, &fe) || fe.Class != job.ClassUserAction || fe.Code != "NetworkInUseByServices" {
+		t.Fatalf("delete with a database on the network: %v", err)
+	}
+	if _, ok := cloud.Lookup(gcpfake.HostCompute, n.VPCID); !ok {
+		t.Fatal("the network is gone")
+	}
+	cloud.Remove("sqladmin.googleapis.com", db)
+	deleteAll(t, d, j)
+	if left := cloud.Resources(); len(left) != 0 {
+		t.Fatalf("left: %v", left)
+	}
+}
