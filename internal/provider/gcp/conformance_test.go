@@ -8,6 +8,7 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
@@ -34,6 +35,24 @@ func TestDriverConformance(t *testing.T) {
 					cloud.Disable(ServiceArtifactRegistry)
 					defer cloud.Enable(ServiceArtifactRegistry)
 					_, err := d.EnsureRepository(ctx, j, registry.Config{Name: "refused"})
+					return err
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("network", func(t *testing.T) {
+		t.Parallel()
+		drivertest.Network(t, drivertest.Harness[network.Driver, network.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (network.Driver, drivertest.Observer) {
+				c, cloud := testClient(t)
+				return NetworkDriver{C: c}, observe(cloud)
+			},
+			Config: network.Config{CIDR: "10.40.0.0/16"},
+			// Adopting a network the project does not hold.
+			Refusal: drivertest.Refusal[network.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d network.Driver, j *job.Job) error {
+					_, err := d.EnsureNetwork(ctx, j, network.Config{VPCID: "projects/" + gcpfake.Project + "/global/networks/nope"})
 					return err
 				}},
 			Options: opts,

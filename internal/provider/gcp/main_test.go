@@ -2,6 +2,7 @@ package gcp
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,15 @@ func jobOf(r gcpfake.Resource, byName map[string]gcpfake.Resource) string {
 	}
 	if id := r.Labels()[LabelJob]; id != "" {
 		return id
+	}
+	if r.Kind == gcpfake.KindConnection {
+		// A private services access connection carries nothing of its own: it is its
+		// network's (named by project number, the network is under the project id).
+		n, _ := r.Body["network"].(string)
+		if p, ok := byName[gcpfake.HostCompute+" projects/"+gcpfake.Project+"/global/networks/"+n[strings.LastIndex(n, "/")+1:]]; ok {
+			return jobOf(p, byName)
+		}
+		return ""
 	}
 	for name := r.Name; ; {
 		i := lastSlash(name, 2)

@@ -342,6 +342,23 @@ var GlobalAddresses = ComputeCollection{Scope: "global", Name: "addresses", Kind
 		}
 		return 0, "", ""
 	},
+	// A range a private services access connection names is the connection's until the
+	// connection is deleted.
+	InUse: func(c *Cloud, self Resource) string {
+		short := self.Name[strings.LastIndex(self.Name, "/")+1:]
+		for _, r := range c.Resources() {
+			if r.Kind != KindConnection {
+				continue
+			}
+			ranges, _ := r.Body["reservedPeeringRanges"].([]any)
+			for _, rng := range ranges {
+				if rng == short {
+					return r.Name
+				}
+			}
+		}
+		return ""
+	},
 	Done: func(_ *Cloud, self *Resource) {
 		self.Body["status"] = "RESERVED"
 		if self.Body["address"] == nil {
