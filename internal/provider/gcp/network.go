@@ -204,7 +204,7 @@ func sendOnce(ctx context.Context, j *job.Job, key string, call func(ctx context
 
 // parts are the compute resources of a job's network other than the network itself, by
 // their Ops key.
-func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, nat bool) (keys []string, rs map[string]Resource) {
+func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, nat, psa bool) (keys []string, rs map[string]Resource) {
 	p, region := d.C.ProjectID, d.C.Region
 	link := d.own(j).SelfLink()
 	rs = map[string]Resource{}
@@ -265,6 +265,9 @@ func (d NetworkDriver) parts(s *compute.Service, j *job.Job, pfx netip.Prefix, n
 		})
 	}
 
+	if !psa {
+		return keys, rs
+	}
 	rng := name(j, rolePSARange)
 	add("range "+rolePSARange, "address range "+rng, func(ctx context.Context) (string, error) {
 		v, err := s.GlobalAddresses.Get(p, rng).Context(ctx).Do()
@@ -310,6 +313,14 @@ func half(pfx netip.Prefix) string {
 // what is missing, polls what is under way) and returns; Ready is false until all are done.
 // The operations in flight are in Data["ops"], which the next call reads back from the job.
 func (d NetworkDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg network.Config) (network.Result, error) {
+	return d.ensure(ctx, j, cfg, true)
+}
+
+// ensure is EnsureNetwork, with private services access (the range and the connection that
+// Cloud SQL and Memorystore take their addresses from) or without it: a VM pool's own
+// network needs none, and leaving it out spares the pool's project the Service Networking
+// API.
+func (d NetworkDriver) ensure(ctx context.Context, j *job.Job, cfg network.Config, psa bool) (network.Result, error) {
 	if cfg.VPCID != "" {
 		return d.adopt(ctx, cfg)
 	}
@@ -333,6 +344,9 @@ func (d NetworkDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg networ
 		Subnets:             map[string]string{roleSubnet: "projects/" + p + "/regions/" + region + "/subnetworks/" + name(j, roleSubnet)},
 		PrivateServiceRange: "projects/" + p + "/global/addresses/" + name(j, rolePSARange)}
 	n.SubnetIDs = []string{n.Subnets[roleSubnet]}
+	if !psa {
+		n.PrivateServiceRange = ""
+	}
 	for _, fw := range firewalls(j, pfx, own.SelfLink()) {
 		n.Firewalls = append(n.Firewalls, "projects/"+p+"/global/firewalls/"+fw.rule.Name)
 	}
@@ -361,7 +375,7 @@ func (d NetworkDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg networ
 		return res(false, err)
 	}
 	// The parts need only the network: they are started together and polled together.
-	keys, parts := d.parts(s, j, pfx, !cfg.NoNAT)
+	keys, parts := d.parts(s, j, pfx, !cfg.NoNAT, psa)
 	all := true
 	for _, key := range keys {
 		ok, err := d.C.converge(ctx, ops, key, parts[key])
@@ -370,8 +384,8 @@ func (d NetworkDriver) EnsureNetwork(ctx context.Context, j *job.Job, cfg networ
 		}
 		all = all && ok
 	}
-	if !all {
-		return res(false, nil)
+	if !all || !psa {
+		return res(all, nil)
 	}
 	svc, err := d.C.serviceNetworking(ctx)
 	if err != nil {
@@ -545,7 +559,8 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 	if err != nil {
 		return false, d.C.Classify(err)
 	}
-	if st.Found && st.Ours {
+	// A VM pool's network is made without private services access (see ensure).
+	if st.Found && st.Ours && j.Family != job.FamilyVMPool {
 		svc, err := d.C.serviceNetworking(ctx)
 		if err != nil {
 			return false, err
@@ -577,7 +592,7 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 		}
 	}
 	// The parts of every config the job may have had: with and without NAT.
-	keys, parts := d.parts(s, j, netip.MustParsePrefix("10.0.0.0/16"), true)
+	keys, parts := d.parts(s, j, netip.MustParsePrefix("10.0.0.0/16"), true, true)
 	all := true
 	for _, key := range keys {
 		gone, err := d.C.remove(ctx, ops, key, parts[key])
@@ -687,4 +702,12 @@ func (d NetworkDriver) DeletePeering(ctx context.Context, j *job.Job) error {
 	return d.C.await(ctx, "removing peering "+name(j, rolePeering), func() (bool, error) {
 		return d.C.remove(ctx, ops, "remove peering", r)
 	})
+}
+
+// networkOf reads the Network a result's Data records.
+func networkOf(res network.Result) Network {
+	var n Network
+	b, _ := json.Marshal(res.Data)
+	_ = json.Unmarshal(b, &n)
+	return n
 }
