@@ -106,8 +106,12 @@ func (c *Client) ensureAccount(ctx context.Context, s *iam.Service, j *job.Job, 
 			ServiceAccount: &iam.ServiceAccount{DisplayName: display, Description: description(j, "kubernetes-"+role)},
 		}).Context(ctx).Do()
 		if conflict(err) {
-			// Made meanwhile (a create whose answer was lost): read it as it is.
+			// Made meanwhile (a create whose answer was lost): read it as it is. IAM may
+			// not answer reads of a new account for a few seconds.
 			sa, err = s.Projects.ServiceAccounts.Get(full).Context(ctx).Do()
+			if notFound(err) {
+				return "", fault.Transient(fmt.Errorf("service account %s is not readable yet: %w", email, err))
+			}
 		}
 	}
 	if err != nil {

@@ -369,7 +369,7 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 			if cl.Status == "ERROR" {
 				return State{}, d.failed("cluster "+cl.Name, cl.StatusMessage, cl.Conditions)
 			}
-			return State{Found: true, Ours: owns(j, cl.ResourceLabels), Ready: cl.Status == "RUNNING" || cl.Status == "DEGRADED"}, nil
+			return State{Found: true, Ours: owns(j, cl.ResourceLabels), Ready: usable(cl.Status)}, nil
 		},
 		Create: func(ctx context.Context) (string, error) {
 			op, err := s.Projects.Locations.Clusters.Create(d.parent(), &container.CreateClusterRequest{
@@ -382,6 +382,11 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 		return out, err
 	}
 	for _, p := range pools {
+		// A resize in flight is waited on before the pool is read and compared again.
+		if done, err := d.C.pollRecorded(ctx, ops, "resize pool "+p.Name, Resource{Poll: d.poll(s)}); err != nil || !done {
+			return out, err
+		}
+		var have *container.NodePool
 		ready, err := d.C.converge(ctx, ops, "create pool "+p.Name, Resource{
 			Get: func(ctx context.Context) (State, error) {
 				np, err := s.Projects.Locations.Clusters.NodePools.Get(full + "/nodePools/" + p.Name).Context(ctx).Do()
@@ -394,6 +399,7 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 				if np.Status == "ERROR" {
 					return State{}, d.failed("node pool "+np.Name, np.StatusMessage, np.Conditions)
 				}
+				have = np
 				// A pool is the cluster's: it carries no labels of its own to tell.
 				return State{Found: true, Ours: true, Ready: np.Status == "RUNNING" || np.Status == "RUNNING_WITH_ERROR"}, nil
 			},
@@ -410,8 +416,30 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 		if !ready || err != nil {
 			return out, err
 		}
+		if have != nil && !sameScaling(have.Autoscaling, p.Autoscaling) {
+			// The node group's bounds changed: the pool's autoscaler takes the new ones in
+			// place. (A machine type cannot change in place on GKE, so it is not compared.)
+			// While GKE changes the cluster (this resize, sent by a call whose result was
+			// lost, or an upgrade) it refuses another change: wait for it.
+			if got != nil && got.Status == "RECONCILING" {
+				return out, nil
+			}
+			op, err := s.Projects.Locations.Clusters.NodePools.SetAutoscaling(full+"/nodePools/"+p.Name,
+				&container.SetNodePoolAutoscalingRequest{Autoscaling: p.Autoscaling}).Context(ctx).Do()
+			if busy(err) {
+				return out, nil
+			}
+			name, err := d.started(op, err)
+			if err != nil {
+				return out, d.C.Classify(err)
+			}
+			if name != "" {
+				ops["resize pool "+p.Name] = name
+			}
+			return out, nil
+		}
 	}
-	if got == nil || got.Status != "RUNNING" && got.Status != "DEGRADED" {
+	if got == nil || !usable(got.Status) {
 		if got, err = s.Projects.Locations.Clusters.Get(full).Context(ctx).Do(); err != nil {
 			return out, d.C.Classify(err)
 		}
@@ -428,6 +456,18 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 	}
 	out.Endpoint, out.CAData, out.Ready = "https://"+got.Endpoint, ca, true
 	return out, nil
+}
+
+// usable reports a cluster status in which its API server serves: RUNNING, RECONCILING
+// (GKE is changing it, an upgrade or a pool's resize) or DEGRADED.
+func usable(status string) bool {
+	return status == "RUNNING" || status == "RECONCILING" || status == "DEGRADED"
+}
+
+// sameScaling reports whether a pool's autoscaling has the bounds want asks for.
+func sameScaling(have, want *container.NodePoolAutoscaling) bool {
+	return have != nil && have.Enabled == want.Enabled &&
+		have.TotalMinNodeCount == want.TotalMinNodeCount && have.TotalMaxNodeCount == want.TotalMaxNodeCount
 }
 
 // checkCA holds the cluster's CA as GKE gives it (masterAuth.clusterCaCertificate) to what

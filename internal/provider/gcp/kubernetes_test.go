@@ -544,3 +544,51 @@ func TestModuleClusterTokenIsTheAccountsAccessToken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A node group added to the config becomes a node pool of its own, and one whose bounds
+// changed is resized in place: neither recreates the cluster.
+func TestEnsureClusterAddsAndResizesPools(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, cloud := testClient(t)
+	d := KubernetesDriver{C: c}
+	j := k8sJob("job_resize01", k8sConfig)
+	if err := ensureCluster(ctx, d, j, k8sConfig); err != nil {
+		t.Fatal(err)
+	}
+	cfg := k8sConfig
+	cfg.NodeGroups = []kubernetes.NodeGroup{
+		{Name: "system", InstanceType: "e2-standard-4", Min: 2, Max: 6},
+		k8sConfig.NodeGroups[1],
+		{Name: "batch", InstanceType: "c3-standard-4", Min: 0, Max: 10}}
+	if err := ensureCluster(ctx, d, j, cfg); err != nil {
+		t.Fatal(err)
+	}
+	got := readCluster(ctx, t, c, j)
+	pools := map[string]*container.NodePool{}
+	for _, np := range got.NodePools {
+		pools[np.Name] = np
+	}
+	if sys := pools["system"]; sys == nil || sys.Autoscaling.TotalMinNodeCount != 2 || sys.Autoscaling.TotalMaxNodeCount != 6 {
+		t.Errorf("system pool %+v, want 2..6", sys)
+	}
+	if batch := pools["batch"]; batch == nil || batch.Status != "RUNNING" || batch.Config.MachineType != "c3-standard-4" || batch.Autoscaling.TotalMaxNodeCount != 10 {
+		t.Errorf("batch pool %+v", batch)
+	}
+	if gpu := pools["gpu-workers"]; gpu == nil || gpu.Autoscaling.TotalMaxNodeCount != 4 {
+		t.Errorf("gpu-workers pool %+v, want it as it was", gpu)
+	}
+	var creates, resizes int
+	for _, call := range cloud.Calls() {
+		switch {
+		case call.Method != http.MethodPost || call.Status != http.StatusOK:
+		case strings.HasSuffix(call.Path, "/nodePools"):
+			creates++
+		case strings.HasSuffix(call.Path, ":setAutoscaling"):
+			resizes++
+		}
+	}
+	if creates != 1 || resizes != 1 || clusterPosts(cloud) != 1 {
+		t.Errorf("%d pool creates, %d resizes, %d cluster creates; want 1, 1, 1", creates, resizes, clusterPosts(cloud))
+	}
+}

@@ -67,6 +67,16 @@ func registerContainer(c *Cloud) {
 		gkeNotFound(w, cl.Name+"/nodePools/"+r.PathValue("pool"))
 	})
 	c.Handle(HostContainer, "POST "+base+"/clusters/{cluster}/nodePools", c.gkeCreatePool)
+	// A custom method's verb shares the last segment with the pool ("{pool}:setAutoscaling"),
+	// which a ServeMux wildcard cannot split: the handler does.
+	c.Handle(HostContainer, "POST "+base+"/clusters/{cluster}/nodePools/{rest}", func(w http.ResponseWriter, r *http.Request) {
+		pool, verb, _ := strings.Cut(r.PathValue("rest"), ":")
+		if verb != "setAutoscaling" {
+			WriteError(w, http.StatusNotFound, "NOT_FOUND", "The requested URL "+r.URL.Path+" was not found on this server.", "notFound")
+			return
+		}
+		c.gkeSetAutoscaling(w, r, pool)
+	})
 	c.Handle(HostContainer, "GET "+base+"/operations/{op}", func(w http.ResponseWriter, r *http.Request) {
 		if !c.ownProject(w, r) {
 			return
@@ -350,7 +360,7 @@ func (c *Cloud) gkeCreatePool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if op := c.busy(HostContainer, cl.Name); op != "" || cl.Body["status"] != "RUNNING" {
-		gkeIncompatible(w, cl.Name, op)
+		gkeIncompatible(w, cl, op)
 		return
 	}
 	p["status"] = "PROVISIONING"
@@ -374,10 +384,53 @@ func (c *Cloud) gkeCreatePool(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// gkeSetAutoscaling changes a node pool's autoscaling bounds (an operation, during which
+// the cluster is RECONCILING).
+func (c *Cloud) gkeSetAutoscaling(w http.ResponseWriter, r *http.Request, pool string) {
+	cl, ok := c.gkeCluster(w, r)
+	if !ok {
+		return
+	}
+	if poolOf(cl.Body, pool) == nil {
+		gkeNotFound(w, cl.Name+"/nodePools/"+pool)
+		return
+	}
+	var in struct {
+		Autoscaling map[string]any `json:"autoscaling"`
+	}
+	if !ReadJSON(w, r, &in) {
+		return
+	}
+	if msg := c.gkeCheckPool(map[string]any{"name": pool, "initialNodeCount": 1.0, "config": map[string]any{"machineType": "-"},
+		"autoscaling": in.Autoscaling}); msg != "" {
+		gkeBad(w, "%s", msg)
+		return
+	}
+	if op := c.busy(HostContainer, cl.Name); op != "" || cl.Body["status"] != "RUNNING" {
+		gkeIncompatible(w, cl, op)
+		return
+	}
+	c.Update(HostContainer, cl.Name, func(res *Resource) { res.Body["status"] = "RECONCILING" })
+	c.gkeStartOp(w, r, "SET_NODE_POOL_SIZE", cl.Name+"/nodePools/"+pool, func() *Status {
+		res, ok := c.resources[HostContainer+" "+cl.Name]
+		if !ok {
+			return &Status{Code: 10, Message: "the cluster was deleted", Reason: "ABORTED"}
+		}
+		res.Body["status"] = "RUNNING"
+		if pm := poolOf(res.Body, pool); pm != nil {
+			pm["autoscaling"] = in.Autoscaling
+		}
+		return nil
+	})
+}
+
 // gkeIncompatible is GKE's refusal of a change to a cluster that another operation works on.
-func gkeIncompatible(w http.ResponseWriter, cluster, op string) {
-	msg := "Cluster " + cluster + " is not ready for this operation; wait until it is RUNNING."
-	if op != "" {
+func gkeIncompatible(w http.ResponseWriter, cl Resource, op string) {
+	msg := "Cluster " + cl.Name + " is not ready for this operation; wait until it is RUNNING."
+	switch {
+	case op != "" && cl.Body["status"] == "PROVISIONING":
+		msg = fmt.Sprintf("Operation %s is currently creating cluster %s. Please wait and try again once it is done.", op, cl.Body["name"])
+	case op != "":
 		msg = "Cluster is running incompatible operation " + op + "."
 	}
 	WriteError(w, http.StatusBadRequest, "FAILED_PRECONDITION", msg, "failedPrecondition")
@@ -389,7 +442,7 @@ func (c *Cloud) gkeDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if op := c.busy(HostContainer, cl.Name); op != "" {
-		gkeIncompatible(w, cl.Name, op)
+		gkeIncompatible(w, cl, op)
 		return
 	}
 	c.Update(HostContainer, cl.Name, func(res *Resource) {
