@@ -592,3 +592,62 @@ func TestEnsureClusterAddsAndResizesPools(t *testing.T) {
 		t.Errorf("%d pool creates, %d resizes, %d cluster creates; want 1, 1, 1", creates, resizes, clusterPosts(cloud))
 	}
 }
+
+// A teardown of a job whose cluster GKE is still making waits for the create to finish
+// (GKE refuses a delete meanwhile) and then deletes it; a cluster of the job's name that
+// is not the job's is left.
+func TestDeleteClusterWhileItIsBeingMade(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, cloud := testClient(t)
+	d := KubernetesDriver{C: c}
+	j := k8sJob("job_halfway1", k8sConfig)
+	var n kubernetes.Network
+	var err error
+	for !n.Ready {
+		if n, err = d.EnsureNetwork(ctx, j, k8sConfig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := d.EnsureRoles(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl, err := d.EnsureCluster(ctx, j, k8sConfig, n, r); err != nil || cl.Ready {
+		t.Fatalf("first call: %+v, %v; want a create under way", cl, err)
+	}
+	var waits int
+	for {
+		done, err := d.DeleteCluster(ctx, j, k8sConfig.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+		if waits++; waits > 50 {
+			t.Fatal("the cluster is not gone after 50 calls")
+		}
+	}
+	for _, call := range cloud.Calls() {
+		if call.Service == gcpfake.HostContainer && call.Method == http.MethodDelete && call.Status != http.StatusOK {
+			t.Errorf("a delete GKE refused: %+v", call)
+		}
+	}
+	if _, ok := cloud.Lookup(gcpfake.HostContainer, d.clusterID(j)); ok {
+		t.Fatal("the cluster is left")
+	}
+
+	stranger := gcpfake.Resource{Service: gcpfake.HostContainer, Kind: "container.cluster", Name: d.clusterID(j),
+		Body: map[string]any{"name": name(j, "gke"), "status": "RUNNING", "resourceLabels": map[string]any{"team": "other"}}}
+	cloud.Put(stranger)
+	if done, err := d.DeleteCluster(ctx, j, k8sConfig.Name); err != nil || !done {
+		t.Fatalf("delete of a cluster not the job's: %v, %v; want done", done, err)
+	}
+	if _, ok := cloud.Lookup(gcpfake.HostContainer, d.clusterID(j)); !ok {
+		t.Fatal("a cluster not the job's was deleted")
+	}
+	if err := ensureCluster(ctx, d, j, k8sConfig); fault.As(err) == nil || fault.As(err).Code != "NameTaken" {
+		t.Fatalf("ensure over a cluster not the job's: %v, want NameTaken", err)
+	}
+}
