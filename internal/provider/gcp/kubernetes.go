@@ -335,8 +335,9 @@ func (d KubernetesDriver) clusterSpec(j *job.Job, cfg kubernetes.Config, n kuber
 
 // EnsureCluster implements kubernetes.Driver, one call at a time: the cluster with its node
 // pools (one create, its operation recorded in Data.ops), then any node group added since as
-// a node pool of its own, then the endpoint and CA. Ready once the cluster is RUNNING and
-// every pool too.
+// a node pool of its own and any pool whose bounds changed resized, then the endpoint and
+// CA. Ready once the cluster serves (RUNNING, RECONCILING or DEGRADED) and every pool is
+// RUNNING at its node group's bounds.
 func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kubernetes.Config, n kubernetes.Network, r kubernetes.Roles) (kubernetes.Cluster, error) {
 	ops := opsOf(j, kubernetes.InfraCluster)
 	out := kubernetes.Cluster{Name: cfg.Name, ID: d.clusterID(j), Data: map[string]any{"ops": ops}}
