@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
@@ -35,6 +37,36 @@ func TestDriverConformance(t *testing.T) {
 					cloud.Disable(ServiceArtifactRegistry)
 					defer cloud.Enable(ServiceArtifactRegistry)
 					_, err := d.EnsureRepository(ctx, j, registry.Config{Name: "refused"})
+					return err
+				}},
+			Options: opts,
+		})
+	})
+	t.Run("kubernetes", func(t *testing.T) {
+		t.Parallel()
+		var cloud *gcpfake.Cloud
+		drivertest.Kubernetes(t, drivertest.Harness[kubernetes.Driver, kubernetes.Config]{
+			Provider: Name,
+			Open: func(t *testing.T) (kubernetes.Driver, drivertest.Observer) {
+				var c *Client
+				c, cloud = testClient(t)
+				return KubernetesDriver{C: c}, observe(cloud)
+			},
+			Config: kubernetes.Config{Name: "conformance", Version: "1.33", NodeGroups: []kubernetes.NodeGroup{
+				{Name: "system", InstanceType: "e2-standard-4", Min: 1, Max: 3},
+				{Name: "workers", InstanceType: "n2-standard-8", Min: 0, Max: 5}}},
+			// The project has not enabled the Kubernetes Engine API: the network and the
+			// nodes' account are made, the cluster's create is refused, and the teardown
+			// removes what was made.
+			Refusal: drivertest.Refusal[kubernetes.Driver]{Class: job.ClassUserAction,
+				Call: func(ctx context.Context, d kubernetes.Driver, j *job.Job) error {
+					cloud.Disable(ServiceContainer)
+					defer cloud.Enable(ServiceContainer)
+					err := ensureCluster(ctx, d, j, kubernetes.Config{Name: "refused",
+						NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "e2-standard-4", Min: 1, Max: 1}}})
+					if fe := fault.As(err); fe == nil || fe.Code != "ApiNotEnabled" {
+						return fmt.Errorf("refusal %v, want ApiNotEnabled", err)
+					}
 					return err
 				}},
 			Options: opts,

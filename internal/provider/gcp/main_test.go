@@ -41,6 +41,19 @@ func observe(cloud *gcpfake.Cloud) drivertest.Observer {
 		for _, r := range all {
 			out = append(out, drivertest.Resource{Kind: r.Kind, ID: r.Name, JobID: jobOf(r, byName)})
 		}
+		// Each member of the project's IAM policy is a grant of its own, a service
+		// account's reported as its account's job's: a binding left behind shows up.
+		for role, members := range cloud.Policy() {
+			for _, m := range members {
+				jobID := ""
+				if email, ok := strings.CutPrefix(m, "serviceAccount:"); ok {
+					if sa, ok := byName[gcpfake.HostIAM+" projects/"+cloud.Project+"/serviceAccounts/"+email]; ok {
+						jobID = jobOf(sa, byName)
+					}
+				}
+				out = append(out, drivertest.Resource{Kind: "iam-binding", ID: role + " " + m, JobID: jobID})
+			}
+		}
 		return out, nil
 	}
 }

@@ -50,12 +50,13 @@ type Module struct {
 }
 
 var (
-	_ provider.Module          = (*Module)(nil)
-	_ provider.RegistryDrivers = (*Module)(nil)
-	_ provider.DNSZoneDrivers  = (*Module)(nil)
-	_ provider.ErrorClassifier = (*Module)(nil)
-	_ provider.FamilyNotes     = (*Module)(nil)
-	_ provider.PlanSources     = (*Module)(nil)
+	_ provider.Module            = (*Module)(nil)
+	_ provider.RegistryDrivers   = (*Module)(nil)
+	_ provider.DNSZoneDrivers    = (*Module)(nil)
+	_ provider.KubernetesDrivers = (*Module)(nil)
+	_ provider.ErrorClassifier   = (*Module)(nil)
+	_ provider.FamilyNotes       = (*Module)(nil)
+	_ provider.PlanSources       = (*Module)(nil)
 )
 
 // NewModule returns the module.
