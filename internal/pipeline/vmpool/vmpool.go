@@ -406,12 +406,22 @@ func (p *Pipeline) undoDNSRecord(ctx context.Context, r *pipeline.Run, _ Config,
 	return pipeline.Done(map[string]any{InfraDNS: nil}), d.DeleteDNS(ctx, rec["zoneID"], rec["name"], lb)
 }
 
+// execMode is how commands reach a pool's VMs on provider: SSM Run Command on AWS, and on
+// GCP SSH with OS Login through Identity-Aware Proxy's TCP forwarding (the VMs have no
+// external address).
+func execMode(provider string) string {
+	if provider == "gcp" {
+		return "OSLogin+IAP"
+	}
+	return "SSM"
+}
+
 func (p *Pipeline) registerSpace(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
 	vms, err := pipeline.InfraOf[[]VM](r, InfraVMs)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	space := map[string]any{"kind": "vm_pool", "execMode": "SSM", "vmCount": len(vms)}
+	space := map[string]any{"kind": "vm_pool", "execMode": execMode(r.Job.Provider), "vmCount": len(vms)}
 	var lb LoadBalancer
 	if ok, _ := r.Infra(InfraLoadBalancer, &lb); ok {
 		space["endpoint"] = lb.DNSName

@@ -12,6 +12,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
 )
@@ -72,6 +73,35 @@ func TestDriverConformance(t *testing.T) {
 			Options: opts,
 		})
 	})
+	for _, mode := range []string{"fixed", "asg"} {
+		t.Run("vm_pool "+mode, func(t *testing.T) {
+			t.Parallel()
+			drivertest.VMPool(t, drivertest.Harness[vmpool.Driver, vmpool.Config]{
+				Provider: Name,
+				Open: func(t *testing.T) (vmpool.Driver, drivertest.Observer) {
+					c, cloud := testClient(t)
+					return VMPoolDriver{C: c}, observe(cloud)
+				},
+				Config: vmpool.Config{Name: "conformance", InstanceType: "e2-small", Mode: mode, Min: 2, Max: 3, Desired: 2,
+					CreateLoadBalancer: true, ListenerPorts: []int32{80}, HealthCheckPath: "/healthz", HealthCheckPort: 80},
+				// A machine type Compute Engine does not have.
+				Refusal: drivertest.Refusal[vmpool.Driver]{Class: job.ClassUserAction,
+					Call: func(ctx context.Context, d vmpool.Driver, j *job.Job) error {
+						n, err := d.EnsureNetwork(ctx, j, vmpool.Config{})
+						for err == nil && !n.Ready {
+							n, err = d.EnsureNetwork(ctx, j, vmpool.Config{})
+						}
+						if err != nil {
+							return fmt.Errorf("network: %v", err)
+						}
+						_, err = d.EnsureLaunchTemplate(ctx, j, vmpool.Config{Name: "refused", InstanceType: "z9-enormous", Min: 1, Max: 1,
+							HealthCheckPort: 80}, n, "")
+						return err
+					}},
+				Options: opts,
+			})
+		})
+	}
 	t.Run("network", func(t *testing.T) {
 		t.Parallel()
 		drivertest.Network(t, drivertest.Harness[network.Driver, network.Config]{

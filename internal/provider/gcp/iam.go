@@ -103,7 +103,7 @@ func (c *Client) ensureAccount(ctx context.Context, s *iam.Service, j *job.Job, 
 		}
 		sa, err = s.Projects.ServiceAccounts.Create("projects/"+c.ProjectID, &iam.CreateServiceAccountRequest{
 			AccountId:      name(j, role),
-			ServiceAccount: &iam.ServiceAccount{DisplayName: display, Description: description(j, "kubernetes-"+role)},
+			ServiceAccount: &iam.ServiceAccount{DisplayName: display, Description: description(j, string(j.Family)+"-"+role)},
 		}).Context(ctx).Do()
 		if conflict(err) {
 			// Made meanwhile (a create whose answer was lost): read it as it is. IAM may
@@ -220,29 +220,35 @@ func revokeAll(p *crm.Policy, roles []string, email string) bool {
 // then its service accounts are deleted. An account of the job's name that is not the job's
 // is left with whatever it holds.
 func (d KubernetesDriver) DeleteRoles(ctx context.Context, j *job.Job) error {
-	s, err := d.C.iamService(ctx)
+	return d.C.deleteAccounts(ctx, j, accounts)
+}
+
+// deleteAccounts removes j's service accounts in accts: their roles' bindings first, then
+// the accounts. An account of the job's name that is not the job's is left as it is.
+func (c *Client) deleteAccounts(ctx context.Context, j *job.Job, accts []account) error {
+	s, err := c.iamService(ctx)
 	if err != nil {
 		return err
 	}
-	for _, a := range accounts {
-		email := d.C.saEmail(j, a.role)
-		full := "projects/" + d.C.ProjectID + "/serviceAccounts/" + email
+	for _, a := range accts {
+		email := c.saEmail(j, a.role)
+		full := "projects/" + c.ProjectID + "/serviceAccounts/" + email
 		sa, err := s.Projects.ServiceAccounts.Get(full).Context(ctx).Do()
 		switch {
 		case notFound(err):
 		case err != nil:
-			return d.C.iamErr(fmt.Errorf("service account %s: %w", email, err))
+			return c.iamErr(fmt.Errorf("service account %s: %w", email, err))
 		case !ownsDescription(j, sa.Description):
 			continue
 		}
-		if err := d.C.editPolicy(ctx, func(p *crm.Policy) bool { return revokeAll(p, a.roles, email) }); err != nil {
+		if err := c.editPolicy(ctx, func(p *crm.Policy) bool { return revokeAll(p, a.roles, email) }); err != nil {
 			return err
 		}
 		if sa == nil {
 			continue
 		}
 		if _, err := s.Projects.ServiceAccounts.Delete(full).Context(ctx).Do(); err != nil && !notFound(err) {
-			return d.C.iamErr(fmt.Errorf("delete service account %s: %w", email, err))
+			return c.iamErr(fmt.Errorf("delete service account %s: %w", email, err))
 		}
 	}
 	return nil

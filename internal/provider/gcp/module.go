@@ -54,8 +54,9 @@ var (
 	_ provider.RegistryDrivers   = (*Module)(nil)
 	_ provider.DNSZoneDrivers    = (*Module)(nil)
 	_ provider.KubernetesDrivers = (*Module)(nil)
+	_ provider.VMPoolDrivers     = (*Module)(nil)
+	_ provider.NetworkDrivers    = (*Module)(nil)
 	_ provider.ErrorClassifier   = (*Module)(nil)
-	_ provider.FamilyNotes       = (*Module)(nil)
 	_ provider.PlanSources       = (*Module)(nil)
 )
 
@@ -75,15 +76,6 @@ func (m *Module) Title() string { return "GCP" }
 
 // Classify implements provider.ErrorClassifier for errors that reach the engine unclassified.
 func (m *Module) Classify(err error) error { return (&Client{}).Classify(err) }
-
-// NotOffered implements provider.FamilyNotes.
-func (m *Module) NotOffered(f job.Family) string {
-	switch f {
-	case job.FamilyVMPool:
-		return "VM pools on GCP (instance templates and managed instance groups) are not available yet. Use a space on an AWS account."
-	}
-	return ""
-}
 
 // accountCredentials is the JSON a GCP account's credentials secret holds.
 type accountCredentials struct {

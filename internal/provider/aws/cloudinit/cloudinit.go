@@ -24,6 +24,10 @@ type Options struct {
 	NginxImage string
 	// JobID is written into the sentinel, so a poller can tell this job's bootstrap apart.
 	JobID string
+	// Report, if set, is a shell command run after the sentinel is written, for a cloud
+	// whose poller reads readiness elsewhere than the VM's disk (GCP reads a guest
+	// attribute the command sets).
+	Report string
 }
 
 // DefaultNginxImage is a pinned image, so that two VMs of one pool run the same NGINX.
@@ -64,6 +68,9 @@ write_files:
       # 4. The sentinel, last: its presence means the VM is ready for workloads.
       mkdir -p /var/lib/groundwork
       echo "job={{.JobID}} nginx={{if .Bare}}skipped{{else}}ready{{end}}" > {{.Sentinel}}
+{{- if .Report}}
+      {{.Report}}
+{{- end}}
 runcmd:
   - [/usr/local/sbin/groundwork-bootstrap.sh]
 `))
@@ -75,7 +82,7 @@ func Render(o Options) (string, error) {
 	}
 	var b bytes.Buffer
 	err := script.Execute(&b, map[string]any{
-		"JobID": o.JobID, "Bare": o.Bare, "Image": o.NginxImage, "Network": NetworkName, "Sentinel": SentinelPath,
+		"JobID": o.JobID, "Bare": o.Bare, "Report": o.Report, "Image": o.NginxImage, "Network": NetworkName, "Sentinel": SentinelPath,
 	})
 	if err != nil {
 		return "", fmt.Errorf("render cloud-init: %w", err)

@@ -81,6 +81,36 @@ func (c *Cloud) RegisterCompute(k ComputeCollection) {
 		}
 	})
 	c.Handle(HostCompute, "DELETE "+base+"/{name}", func(w http.ResponseWriter, r *http.Request) { c.computeDelete(w, r, k) })
+	c.Handle(HostCompute, "PATCH "+base+"/{name}", func(w http.ResponseWriter, r *http.Request) { c.computePatch(w, r, k) })
+}
+
+// computePatch merges the request's fields into the resource (PATCH semantics: a field
+// given replaces the stored one, lists whole), as an operation.
+func (c *Cloud) computePatch(w http.ResponseWriter, r *http.Request, k ComputeCollection) {
+	if c.replayed(w, r) {
+		return
+	}
+	res, ok := c.computeGet(w, r, k)
+	if !ok {
+		return
+	}
+	var in map[string]any
+	if !ReadJSON(w, r, &in) {
+		return
+	}
+	for _, f := range []string{"name", "id", "selfLink", "kind", "creationTimestamp"} {
+		delete(in, f)
+	}
+	c.StartComputeOp(w, r, c.computeParent(r, k.Scope), "patch", res.Name, func() (any, *Status) {
+		stored, ok := c.resources[HostCompute+" "+res.Name]
+		if !ok {
+			return nil, &Status{Code: 5, Message: "the resource was deleted meanwhile", Reason: "RESOURCE_NOT_FOUND"}
+		}
+		for f, v := range in {
+			stored.Body[f] = v
+		}
+		return nil, nil
+	})
 }
 
 // ComputeGet reads the resource the request's path names, answering 404 when it is not
@@ -140,6 +170,11 @@ func (c *Cloud) computeInsert(w http.ResponseWriter, r *http.Request, k ComputeC
 	var in map[string]any
 	if !ReadJSON(w, r, &in) {
 		return
+	}
+	if src := r.URL.Query().Get("sourceInstanceTemplate"); src != "" {
+		// instances.insert names its template as a query parameter; the instance answers
+		// it as a field.
+		in["sourceInstanceTemplate"] = src
 	}
 	name, _ := in["name"].(string)
 	if !validName(name) {

@@ -89,6 +89,7 @@ type Cloud struct {
 	denied    []denial
 	calls     []Call
 	seq       int
+	noBoot    map[string]bool
 	// Ticks is how many requests to its service an operation takes to finish (default 3):
 	// the first answer says PENDING, then RUNNING, then DONE.
 	ticks int
