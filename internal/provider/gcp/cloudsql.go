@@ -194,7 +194,7 @@ func (pl Placement) createSQL(ctx context.Context, p dspipe.CreateParams) (dspip
 		Poll: pl.pollSQL(s),
 	}
 	ops := Ops{}
-	if err := c.await(ctx, "instance "+inst, func() (bool, error) { return c.converge(ctx, ops, "create instance", r) }); err != nil {
+	if err := c.awaitWithin(ctx, "instance "+inst, createWait, func() (bool, error) { return c.converge(ctx, ops, "create instance", r) }); err != nil {
 		return dspipe.ServerInfo{}, err
 	}
 	if got == nil || privateIP(got) == "" {

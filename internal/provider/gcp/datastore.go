@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
+	"time"
 
 	compute "google.golang.org/api/compute/v1"
 
@@ -89,7 +89,8 @@ func engineUnsupported(e ds.Engine) error {
 }
 
 // Create implements dspipe.Servers: it makes the job's instance if it is not there and
-// returns it once Google gives its private address; Status says when it is ready.
+// returns it once Google gives its private address (waiting up to createWait; a later call
+// watches the same instance); Status says when it is ready.
 func (d DatastoreDriver) Create(ctx context.Context, p dspipe.CreateParams) (dspipe.ServerInfo, error) {
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
@@ -310,6 +311,35 @@ func (pl Placement) networkResources(s *compute.Service, nw dsNetwork) (Resource
 	return network, rng
 }
 
+// createWait bounds how long Create waits for a new instance's address, below the datastore
+// pipeline's five-minute lease. Cloud SQL and Memorystore give an instance its address when
+// they have made it, which takes minutes; a create_server step that returned at awaitFor
+// would spend its transient-retry budget on an instance that is merely being made.
+const createWait = 4 * time.Minute
+
+// awaitWithin is await with its own bound (see createWait).
+func (c *Client) awaitWithin(ctx context.Context, what string, bound time.Duration, step func() (bool, error)) error {
+	deadline := time.Now().Add(bound)
+	every := c.Poll
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	for {
+		done, err := step()
+		if err != nil || done {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fault.Transientf("%s is still under way in Google Cloud", what)
+		}
+		select {
+		case <-ctx.Done():
+			return fault.Transient(ctx.Err())
+		case <-time.After(every):
+		}
+	}
+}
+
 func asInt(v any) (int, bool) {
 	switch n := v.(type) {
 	case int:
@@ -323,5 +353,3 @@ func asInt(v any) (int, bool) {
 	}
 	return 0, false
 }
-
-func sortedStrings(s []string) []string { slices.Sort(s); return s }

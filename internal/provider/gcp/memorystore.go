@@ -169,7 +169,7 @@ func (pl Placement) createRedis(ctx context.Context, p dspipe.CreateParams) (dsp
 		},
 	}
 	ops := Ops{}
-	if err := c.await(ctx, "instance "+pl.redisInstance(), func() (bool, error) { return c.converge(ctx, ops, "create instance", r) }); err != nil {
+	if err := c.awaitWithin(ctx, "instance "+pl.redisInstance(), createWait, func() (bool, error) { return c.converge(ctx, ops, "create instance", r) }); err != nil {
 		return dspipe.ServerInfo{}, err
 	}
 	if got == nil || got.Host == "" {
