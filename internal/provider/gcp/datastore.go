@@ -205,8 +205,8 @@ func (n DatastoreNetwork) Ensure(ctx context.Context, p dspipe.NetworkParams) (m
 	}
 	out := map[string]any{"provider": Name, "network": nw.id, "ownNetwork": nw.own}
 	if !nw.own {
-		proj, netName := networkID.FindStringSubmatch(nw.id)[1], networkID.FindStringSubmatch(nw.id)[2]
-		if _, err := s.Networks.Get(proj, netName).Context(ctx).Do(); err != nil {
+		m := networkID.FindStringSubmatch(nw.id)
+		if _, err := s.Networks.Get(m[1], m[2]).Context(ctx).Do(); err != nil {
 			if notFound(err) {
 				return nil, fault.UserAction(fmt.Errorf("network %s: %w", nw.id, err), "NetworkNotFound",
 					"The network vpcID names is not there; give the vpcID of an existing network.", c.ConsoleURL("networking/networks/list"))

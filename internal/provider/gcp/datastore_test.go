@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	sqladmin "google.golang.org/api/sqladmin/v1"
+
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -514,5 +516,33 @@ func TestDatastoreCheck(t *testing.T) {
 	}
 	if r, _ := redisSizingOf("", nil); r.api != "REDIS_7_2" || r.tier != "BASIC" || r.memoryGB != 1 {
 		t.Errorf("redis defaults = %+v", r)
+	}
+}
+
+// An instance Cloud SQL reports FAILED (a private IP instance without its private services
+// access connection ends so) needs the user; a failed operation classifies as its call would.
+func TestCloudSQLFailures(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, cloud := testClient(t)
+	d := datastoreOn(c)
+	const jobID = "job_sqlfailed"
+	info, _ := ensureDatastore(t, ctx, d, dspipe.CreateParams{JobID: jobID, Engine: ds.EngineMySQL, AdminPassword: ds.GeneratePassword()})
+	cloud.Update(gcpfake.HostSQLAdmin, info.ID, func(r *gcpfake.Resource) { r.Body["state"] = "FAILED" })
+	_, err := d.Servers.Status(ctx, dspipe.StatusParams{JobID: jobID, Engine: ds.EngineMySQL})
+	if fe := fault.As(err); err == nil || fe.Class != job.ClassUserAction || fe.Code != "InstanceFailed" || !strings.Contains(fe.ConsoleURL, "sql/instances/") {
+		t.Errorf("status of a FAILED instance = %v; want user_action InstanceFailed", err)
+	}
+	deleteDatastore(t, ctx, d, jobID, ds.EngineMySQL)
+
+	for code, want := range map[string]job.FailureClass{"INTERNAL_ERROR": job.ClassTransient, "QUOTA_EXCEEDED": job.ClassUserAction, "ERROR_RDBMS": job.ClassUserAction} {
+		op := &sqladmin.Operation{Status: "DONE", Error: &sqladmin.OperationErrors{Errors: []*sqladmin.OperationError{{Code: code, Message: "it failed"}}}}
+		if _, err := sqlOpName(op); fault.ClassOf(c.Classify(err)) != want {
+			t.Errorf("a done operation failed with %s classifies as %s, want %s", code, fault.ClassOf(c.Classify(err)), want)
+		}
+	}
+	if fe := fault.As(c.Classify(sqlOpError(&sqladmin.Operation{Error: &sqladmin.OperationErrors{Errors: []*sqladmin.OperationError{{Code: "QUOTA_EXCEEDED"}}}}))); fe.Code != "QuotaExceeded" {
+		t.Errorf("quota = %s", fe.Code)
 	}
 }
