@@ -279,3 +279,33 @@ func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.St
 		}
 	}
 }
+
+// The module's datastore driver finds each call's job, then opens the job's space's
+// account; a job that is gone is the user's to recreate.
+func TestModuleDatastoreDriverResolvesTheJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cloud := gcpfake.New(t)
+	cfg, _ := json.Marshal(map[string]any{"projectId": gcpfake.Project, "endpoints": cloud.Endpoints()})
+	r := records{
+		spaces:   map[string]*store.Space{"spc_a": {ID: "spc_a", OrgID: "org_a", Provider: Name, Region: "europe-west4", CloudAccountID: "acc_a"}},
+		accounts: map[string]*store.CloudAccount{"acc_a": {ID: "acc_a", OrgID: "org_a", Provider: Name, AuthMethod: "none", Config: cfg}},
+		jobs:     map[string]*job.Job{"job_01JMOD": {ID: "job_01JMOD", OrgID: "org_a", SpaceID: "spc_a", Provider: Name, Family: job.FamilyDatastore}},
+	}
+	d := NewModule(ModuleOptions{Records: r, Poll: time.Millisecond}).DatastoreDriver()
+	net, err := d.Network.Ensure(ctx, dspipe.NetworkParams{JobID: "job_01JMOD", Engine: "postgres"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: "job_01JMOD"}, roleDSNetwork)
+	if net["network"] != want {
+		t.Errorf("network %v, want %s", net["network"], want)
+	}
+	if _, ok := cloud.Lookup(gcpfake.HostCompute, want); !ok {
+		t.Error("the network is not in the account's project")
+	}
+	_, err = d.Network.Ensure(ctx, dspipe.NetworkParams{JobID: "job_01JGONE", Engine: "postgres"})
+	if fault.ClassOf(err) != job.ClassUserAction {
+		t.Errorf("a job that is gone: %v; want user_action", err)
+	}
+}
