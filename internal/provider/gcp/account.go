@@ -85,6 +85,9 @@ type Account struct {
 	Outbound *netguard.Policy
 	// Poll is how often a call that waits on an operation asks again (default 2s).
 	Poll time.Duration
+	// SecretManager keeps the datastore jobs' passwords in the project's Secret Manager
+	// (secretmanager.go) rather than the server's own store.
+	SecretManager bool
 }
 
 // Client is Google Cloud opened with an Account: an HTTP client that carries the account's

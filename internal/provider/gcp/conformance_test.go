@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	ds "github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
@@ -142,4 +144,29 @@ func TestDriverConformance(t *testing.T) {
 			Options: opts,
 		})
 	})
+	settings := map[ds.Engine]map[string]any{
+		ds.EnginePostgres: {"instanceClass": "db-custom-2-7680", "multiAZ": true},
+		ds.EngineMySQL:    {"instanceClass": "db-custom-2-7680", "multiAZ": true},
+		ds.EngineRedis:    {"allocatedStorageGB": 5, "multiAZ": true},
+	}
+	for _, engine := range []ds.Engine{ds.EnginePostgres, ds.EngineMySQL, ds.EngineRedis} {
+		t.Run("datastore "+string(engine), func(t *testing.T) {
+			t.Parallel()
+			drivertest.Datastore(t, drivertest.Harness[dspipe.Driver, drivertest.DatastoreRequest]{
+				Provider: Name,
+				Open: func(t *testing.T) (dspipe.Driver, drivertest.Observer) {
+					c, cloud := testClient(t)
+					return datastoreOn(c), observeDatastore(cloud)
+				},
+				Config: drivertest.DatastoreRequest{Engine: engine, Settings: settings[engine]},
+				// A version Google does not offer.
+				Refusal: drivertest.Refusal[dspipe.Driver]{Class: job.ClassUserAction,
+					Call: func(ctx context.Context, d dspipe.Driver, _ *job.Job) error {
+						_, err := d.Servers.Check(ctx, dspipe.CheckParams{Engine: engine, Version: "5.1"})
+						return err
+					}},
+				Options: opts,
+			})
+		})
+	}
 }

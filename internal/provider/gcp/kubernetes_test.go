@@ -108,7 +108,9 @@ func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.St
 			if res.Outcome != pipeline.OutcomeWait {
 				break
 			}
-			seen(j.Infra)
+			if seen != nil {
+				seen(j.Infra)
+			}
 		}
 	}
 }
@@ -482,30 +484,6 @@ type oneSecret struct {
 func (s oneSecret) For(secrets.Owner) secrets.SecretStore       { return s }
 func (s oneSecret) Get(context.Context, string) (string, error) { return s.value, nil }
 
-// records is the module's view of the store: one space on one account.
-type records struct {
-	space   *store.Space
-	account *store.CloudAccount
-}
-
-func (r records) GetSpace(_ context.Context, orgID, id string) (*store.Space, error) {
-	if r.space.ID == id && r.space.OrgID == orgID {
-		return r.space, nil
-	}
-	return nil, store.ErrNotFound
-}
-
-func (r records) GetCloudAccount(_ context.Context, orgID, id string) (*store.CloudAccount, error) {
-	if r.account.ID == id && r.account.OrgID == orgID {
-		return r.account, nil
-	}
-	return nil, store.ErrNotFound
-}
-
-func (records) GetJob(context.Context, *store.GetJobParams) (*job.Job, error) {
-	return nil, store.ErrNotFound
-}
-
 // ClusterToken is an access token of the space's account: the one Google's token endpoint
 // gives for the account's service account key.
 func TestModuleClusterTokenIsTheAccountsAccessToken(t *testing.T) {
@@ -532,7 +510,7 @@ func TestModuleClusterTokenIsTheAccountsAccessToken(t *testing.T) {
 	creds, _ := json.Marshal(map[string]string{"serviceAccountKey": string(saKey)})
 	acc := &store.CloudAccount{ID: "acc_1", OrgID: "org_1", Provider: Name, AuthMethod: string(AuthServiceAccount), CredentialsRef: "local:acc_1"}
 	sp := &store.Space{ID: "spc_cluster", OrgID: "org_1", Provider: Name, Region: "europe-west1", CloudAccountID: "acc_1"}
-	m := NewModule(ModuleOptions{Records: records{space: sp, account: acc}, Vault: oneSecret{value: string(creds)}})
+	m := NewModule(ModuleOptions{Records: records{spaces: map[string]*store.Space{sp.ID: sp}, accounts: map[string]*store.CloudAccount{acc.ID: acc}}, Vault: oneSecret{value: string(creds)}})
 	tok, err := m.ClusterToken(ctx, "org_1", "spc_cluster", "plat")
 	if err != nil || tok != minted {
 		t.Fatalf("token %q, %v; want %q", tok, err, minted)

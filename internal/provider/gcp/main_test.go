@@ -39,12 +39,18 @@ func observe(cloud *gcpfake.Cloud) drivertest.Observer {
 			byName[r.Service+" "+r.Name] = r
 		}
 		for _, r := range all {
+			if r.Kind == "cloudresourcemanager.policy" {
+				continue // the project's own; its bindings are listed below
+			}
 			out = append(out, drivertest.Resource{Kind: r.Kind, ID: r.Name, JobID: jobOf(r, byName)})
 		}
 		// Each member of the project's IAM policy is a grant of its own, a service
 		// account's reported as its account's job's: a binding left behind shows up.
 		for role, members := range cloud.Policy() {
 			for _, m := range members {
+				if m == gcpfake.ProjectOwner {
+					continue // every project's, from its creation
+				}
 				jobID := ""
 				if email, ok := strings.CutPrefix(m, "serviceAccount:"); ok {
 					if sa, ok := byName[gcpfake.HostIAM+" projects/"+cloud.Project+"/serviceAccounts/"+email]; ok {

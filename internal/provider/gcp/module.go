@@ -93,6 +93,9 @@ type accountConfig struct {
 	// Endpoints replace Google's per service host name (test targets, emulators, private
 	// service connect endpoints).
 	Endpoints map[string]string `json:"endpoints"`
+	// SecretManager keeps the account's datastore jobs' passwords in the project's Secret
+	// Manager; the job holds only a gcpsm: reference.
+	SecretManager bool `json:"secretManager"`
 }
 
 // Client opens (or reuses) the GCP client of j's space.
@@ -116,7 +119,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		_ = json.Unmarshal(acc.Config, &cfg) // unknown shapes mean "no overrides"
 	}
 	a := Account{AuthMethod: AuthMethod(acc.AuthMethod), ProjectID: cfg.ProjectID, Region: sp.Region,
-		Endpoints: cfg.Endpoints, Outbound: m.o.Outbound, Poll: m.o.Poll}
+		Endpoints: cfg.Endpoints, Outbound: m.o.Outbound, Poll: m.o.Poll, SecretManager: cfg.SecretManager}
 	if a.Region == "" {
 		a.Region = acc.Region
 	}
@@ -137,7 +140,8 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		eps = append(eps, h+"="+u)
 	}
 	sort.Strings(eps)
-	key := strings.Join([]string{acc.ID, a.Region, a.ProjectID, string(a.AuthMethod), strings.Join(eps, ","), hex.EncodeToString(sum[:])}, "|")
+	key := strings.Join([]string{acc.ID, a.Region, a.ProjectID, string(a.AuthMethod), strings.Join(eps, ","),
+		fmt.Sprint(a.SecretManager), hex.EncodeToString(sum[:])}, "|")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.open[key]; ok {
