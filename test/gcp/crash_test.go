@@ -95,6 +95,15 @@ var crashJobs = map[string]struct {
 	"registry": {"registry", `{"name":"crash-images"}`, map[string]int{"artifactregistry.repository": 1}},
 	"dns_zone": {"dns_zone", `{"domain":"crash.example.com"}`,
 		map[string]int{"dns#managedZone": 1}},
+	"network": {"network", `{"cidr":"10.50.0.0/16"}`, map[string]int{"compute#network": 1, "compute#subnetwork": 1,
+		"compute#router": 1, "compute#firewall": 2, "compute#address": 1}},
+	"datastore": {"datastore", `{"engine":"postgres","version":"16","instanceClass":"db-custom-2-7680"}`,
+		map[string]int{"sql#instance": 1, "compute#network": 1}},
+	"kubernetes": {"kubernetes", `{"name":"crash","version":"1.33","nodeGroups":[{"name":"system","instanceType":"e2-standard-4","min":1,"max":3}]}`,
+		map[string]int{"container.cluster": 1, "iam.serviceAccount": 1, "compute#network": 1, "compute#subnetwork": 1}},
+	"vm_pool": {"vm_pool", `{"name":"crash","instanceType":"e2-small","min":2,"max":2,"createLoadBalancer":true,"listenerPorts":[80]}`,
+		map[string]int{"compute#instanceTemplate": 1, "compute#instance": 2, "compute#instanceGroup": 1, "compute#backendService": 1,
+			"compute#healthCheck": 1, "compute#urlMap": 1, "compute#targetHttpProxy": 1, "compute#forwardingRule": 1, "iam.serviceAccount": 1}},
 }
 
 // TestCrashMidPipelineResumes SIGKILLs the server during one job of every GCP family: after
@@ -166,7 +175,10 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 		}
 	}
 	// Every create reached Google once: a re-run after a crash found what the first made.
-	for host, path := range map[string]string{gcpfake.HostArtifactRegistry: "/repositories", gcpfake.HostDNS: "/managedZones"} {
+	// (Compute inserts carry a requestId, and a re-sent one is answered 200 with the first
+	// call's operation; the counts above hold them to one of each.)
+	for host, path := range map[string]string{gcpfake.HostArtifactRegistry: "/repositories", gcpfake.HostDNS: "/managedZones",
+		"sqladmin.googleapis.com": "/instances", "container.googleapis.com": "/clusters"} {
 		creates := 0
 		for _, call := range cloud.Calls() {
 			if call.Service == host && call.Method == http.MethodPost && strings.HasSuffix(call.Path, path) && call.Status == http.StatusOK {

@@ -2,18 +2,21 @@ package gcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 	gp "github.com/groundworkhq/groundwork/internal/provider/gcp"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -62,17 +65,86 @@ func newSpace(t *testing.T, cl *client.Client, cloud *gcpfake.Cloud, accountConf
 	return &sp
 }
 
-// labelled lists the resources of the project that carry the job's id (in labels or, for
-// compute types without labels, in the description), by kind.
+// labelled lists the resources of the project that carry the job's id (in labels, a Cloud
+// SQL instance's user labels, or, for types without labels, the description), by kind.
 func labelled(cloud *gcpfake.Cloud, jobID string) map[string]int {
 	out := map[string]int{}
 	for _, r := range cloud.Resources() {
 		d, _ := r.Body["description"].(string)
-		if r.Labels()[gp.LabelJob] == strings.ToLower(jobID) || gp.JobOfDescription(d) == jobID {
+		settings, _ := r.Body["settings"].(map[string]any)
+		user, _ := settings["userLabels"].(map[string]any)
+		if r.Labels()[gp.LabelJob] == strings.ToLower(jobID) || gp.JobOfDescription(d) == jobID || user[gp.LabelJob] == strings.ToLower(jobID) {
 			out[r.Kind]++
 		}
 	}
 	return out
+}
+
+// checkPool checks a VM pool job's record: every VM ready, the exec channel, and with a load
+// balancer its address as the endpoint and a forwarding rule per listener.
+func checkPool(t *testing.T, e *env, j *job.Job, made map[string]int) {
+	t.Helper()
+	var infra struct {
+		VMs []struct {
+			ID, State string
+		} `json:"vms"`
+		LB *struct {
+			DNSName     string   `json:"dnsName"`
+			ListenerIDs []string `json:"listenerIDs"`
+			SelfSigned  bool     `json:"selfSignedCertificate"`
+		} `json:"loadBalancer"`
+		Space map[string]any `json:"space"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Desired, Min int
+		CreateLB     bool `json:"createLoadBalancer"`
+	}
+	_ = json.Unmarshal(j.Config, &cfg)
+	want := max(cfg.Desired, cfg.Min)
+	if len(infra.VMs) != want {
+		t.Fatalf("%d VMs recorded, want %d: %s", len(infra.VMs), want, j.Infra)
+	}
+	for _, v := range infra.VMs {
+		if v.State != "ready" || !strings.HasPrefix(v.ID, "zones/europe-west1-") {
+			t.Fatalf("VM %+v", v)
+		}
+	}
+	if infra.Space["execMode"] != "OSLogin+IAP" {
+		t.Fatalf("space %v, want the OS Login and IAP exec channel", infra.Space)
+	}
+	if cfg.CreateLB {
+		if infra.LB == nil || infra.LB.DNSName == "" || len(infra.LB.ListenerIDs) != 2 || !infra.LB.SelfSigned ||
+			infra.Space["endpoint"] != infra.LB.DNSName || made["compute#forwardingRule"] != 2 {
+			t.Fatalf("load balancer %+v, space %v, made %v", infra.LB, infra.Space, made)
+		}
+	}
+}
+
+// checkClusterSpace checks the space a cluster job registered: a kubernetes space on GCP,
+// reached with a token minted from the account (nothing stored) at the cluster's endpoint.
+func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
+	t.Helper()
+	var infra struct {
+		Space struct {
+			ID string `json:"id"`
+		} `json:"space"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.Space.ID == "" {
+		t.Fatalf("the cluster job recorded no space: %s (%v)", j.Infra, err)
+	}
+	var sp store.Space
+	if err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/spaces/"+infra.Space.ID, nil, &sp); err != nil {
+		t.Fatalf("the cluster's space: %v", err)
+	}
+	cl, ok, err := api.SpaceClusterOf(&sp)
+	if err != nil || !ok || cl.Auth != kube.AuthCloudToken || cl.CredentialRef != "" || !strings.HasPrefix(cl.Endpoint, "https://") ||
+		len(cl.CAData) == 0 || sp.SpaceType != "kubernetes" || sp.Provider != "gcp" {
+		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
+	}
+	return sp.ID
 }
 
 // Each family a GCP space offers: the job completes through the server, what it made
@@ -86,6 +158,21 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 		"registry": {kind: "registry", config: `{"name":"team-images"}`, made: []string{"artifactregistry.repository"}},
 		"dns_zone": {kind: "dns_zone", config: `{"domain":"shop.example.com"}`,
 			made: []string{"dns#managedZone"}},
+		"network": {kind: "network", config: `{"cidr":"10.30.0.0/16"}`, made: []string{"compute#network", "compute#subnetwork",
+			"compute#router", "compute#address"}},
+		"datastore postgres": {kind: "datastore", config: `{"engine":"postgres","version":"16","instanceClass":"db-custom-2-7680","allocatedStorageGB":50,"multiAZ":true,"backupRetentionDays":14}`,
+			made: []string{"sql#instance", "compute#network"}},
+		"datastore mysql": {kind: "datastore", config: `{"engine":"mysql","version":"8.0","allocatedStorageGB":20}`,
+			made: []string{"sql#instance", "compute#network"}},
+		"datastore redis": {kind: "datastore", config: `{"engine":"redis","version":"7.2","multiAZ":true}`,
+			made: []string{"redis.instance"}},
+		"kubernetes": {kind: "kubernetes", config: `{"name":"platform-prod","version":"1.33","nodeGroups":[{"name":"system","instanceType":"e2-standard-4","min":2,"max":4},{"name":"batch","instanceType":"n2-standard-8","min":0,"max":10}]}`,
+			made: []string{"container.cluster", "iam.serviceAccount", "compute#network", "compute#subnetwork"}},
+		"vm_pool fixed with load balancer": {kind: "vm_pool", config: `{"name":"web","instanceType":"e2-small","min":2,"max":2,"createLoadBalancer":true}`,
+			made: []string{"compute#instanceTemplate", "compute#instanceGroup", "compute#backendService", "compute#healthCheck",
+				"compute#urlMap", "compute#targetHttpProxy", "compute#targetHttpsProxy", "compute#sslCertificate", "iam.serviceAccount", "compute#network"}},
+		"vm_pool asg": {kind: "vm_pool", config: `{"name":"workers","instanceType":"e2-medium","mode":"asg","min":2,"max":4}`,
+			made: []string{"compute#instanceTemplate", "compute#instanceGroupManager", "compute#autoscaler", "iam.serviceAccount"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -99,9 +186,27 @@ func TestFamiliesCreateAndTeardown(t *testing.T) {
 					t.Fatalf("after create the project holds %v of the job; want one %s", made, kind)
 				}
 			}
+			if tc.kind == "vm_pool" {
+				checkPool(t, e, j, made)
+			}
+			clusterSpace := ""
+			if tc.kind == "kubernetes" {
+				clusterSpace = checkClusterSpace(t, e, j)
+			}
 			e.jobs.Teardown(t, j.ID)
 			if left := labelled(e.cloud, j.ID); len(left) > 0 {
 				t.Fatalf("after teardown the project still holds %v of the job", left)
+			}
+			if left := e.cloud.Policy(); len(left) != 1 {
+				t.Fatalf("after teardown the project's IAM policy holds %v", left)
+			}
+			if clusterSpace != "" {
+				var sp store.Space
+				err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/spaces/"+clusterSpace, nil, &sp)
+				var ce *client.Error
+				if !errors.As(err, &ce) || ce.Status != http.StatusNotFound {
+					t.Fatalf("the cluster's space after teardown: %v", err)
+				}
 			}
 		})
 	}
@@ -148,18 +253,5 @@ func TestErrorClassesEndToEnd(t *testing.T) {
 				t.Fatalf("failure %+v; want user_action %s with a hint holding %q and a console URL at %s", f, tc.failCode, tc.hint, tc.console)
 			}
 		})
-	}
-}
-
-// A GCP space refuses what the module does not offer with the reason, at admission.
-func TestVMPoolOnGCPIsRefused(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	var j job.Job
-	err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs", map[string]any{"spaceID": e.space.ID,
-		"kind": "vm_pool", "config": map[string]any{"name": "web", "instanceType": "e2-small", "min": 1, "max": 1}}, &j)
-	var ce *client.Error
-	if err == nil || !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || !strings.Contains(ce.Error(), "not available yet") {
-		t.Fatalf("vm_pool on a GCP space: %v; want 400 saying why", err)
 	}
 }

@@ -341,6 +341,7 @@ func (d VMPoolDriver) vmOf(inst *compute.Instance) vmpool.VM {
 
 func (d VMPoolDriver) mig(s *compute.Service, j *job.Job, c vmpool.Config, tmpl string) []keyed {
 	p, region := d.C.ProjectID, d.C.Region
+	// The autoscaler is named as its group: they are one thing to the user.
 	mname, aname := name(j, roleMIG), name(j, roleMIG)
 	migLink := link("projects/" + p + "/regions/" + region + "/instanceGroupManagers/" + mname)
 	return []keyed{
@@ -407,7 +408,9 @@ func (d VMPoolDriver) EnsureVMs(ctx context.Context, j *job.Job, c vmpool.Config
 		return nil, err
 	}
 	if c.Mode == "asg" {
-		if _, err := d.ensureAll(ctx, d.mig(s, j, c, lt.ID)...); err != nil {
+		// No VM counts until the group and its autoscaler are both made: the step waits
+		// while fewer than desired VMs are returned.
+		if done, err := d.ensureAll(ctx, d.mig(s, j, c, lt.ID)...); err != nil || !done {
 			return nil, err
 		}
 		return d.migVMs(ctx, s, j)
