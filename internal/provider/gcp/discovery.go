@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	compute "google.golang.org/api/compute/v1"
+	container "google.golang.org/api/container/v1"
 	dns "google.golang.org/api/dns/v1"
 
+	ds "github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/discovery"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/provider"
@@ -36,7 +38,9 @@ func (m *Module) Lister(ctx context.Context, sp *store.Space) (discovery.Lister,
 //     network has none of its own (its subnets do);
 //   - subnets: the subnetworks in the space's region, VPCID their network;
 //   - dns-zones: the project's Cloud DNS managed zones;
-//   - instance-types: the machine types of the region's default zone.
+//   - instance-types: the machine types of the region's default zone;
+//   - clusters: the GKE clusters in the space's region, VPCID their network;
+//   - versions: the datastore engine versions Check accepts.
 //
 // Managed is the groundwork-managed-by label, or for types without labels (networks,
 // subnets) a description written by Groundwork.
@@ -57,6 +61,10 @@ func (d Discoverer) Discover(ctx context.Context, kind string) ([]discovery.Item
 		out, err = d.zones(ctx)
 	case discovery.KindInstanceTypes:
 		out, err = d.machineTypes(ctx)
+	case discovery.KindClusters:
+		out, err = d.clusters(ctx)
+	case discovery.KindVersions:
+		out = engineVersions()
 	default:
 		return nil, fmt.Errorf("%w %q", discovery.ErrUnknownKind, kind)
 	}
@@ -140,4 +148,48 @@ func (d Discoverer) machineTypes(ctx context.Context) ([]discovery.Item, error) 
 		return nil
 	})
 	return out, err
+}
+
+func (d Discoverer) clusters(ctx context.Context) ([]discovery.Item, error) {
+	s, err := container.NewService(ctx, d.C.Options(ServiceContainer)...)
+	if err != nil {
+		return nil, fault.System(err)
+	}
+	// GKE answers a location's clusters in one page.
+	resp, err := s.Projects.Locations.Clusters.List("projects/" + d.C.ProjectID + "/locations/" + d.C.Region).Context(ctx).Do()
+	if err != nil {
+		return nil, err
+	}
+	var out []discovery.Item
+	for _, cl := range resp.Clusters {
+		l := cl.ResourceLabels
+		if l == nil {
+			l = map[string]string{}
+		}
+		vpc := cl.Network
+		if vpc != "" && !strings.Contains(vpc, "/") {
+			vpc = "projects/" + d.C.ProjectID + "/global/networks/" + vpc
+		}
+		out = append(out, discovery.Item{ID: "projects/" + d.C.ProjectID + "/locations/" + cl.Location + "/clusters/" + cl.Name,
+			Name: cl.Name, Version: cl.CurrentMasterVersion, VPCID: vpc, Tags: l, Managed: l[LabelManagedBy] == managedBy})
+	}
+	return out, nil
+}
+
+// engineVersions are the datastore versions Check accepts, from the tables it checks with.
+func engineVersions() []discovery.Item {
+	var out []discovery.Item
+	add := func(engine, title, version string) {
+		out = append(out, discovery.Item{ID: engine + "-" + version, Name: title + " " + version, Engine: engine, Version: version, Tags: map[string]string{}})
+	}
+	for _, v := range sqlEngines[ds.EnginePostgres].versions {
+		add("postgres", "PostgreSQL", v)
+	}
+	for _, v := range sqlEngines[ds.EngineMySQL].versions {
+		add("mysql", "MySQL", v)
+	}
+	for _, v := range redisVersions {
+		add("redis", "Redis", v.named)
+	}
+	return out
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/groundworkhq/groundwork/internal/discovery"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
 )
 
@@ -59,6 +61,31 @@ func TestDiscoveryListsEveryPage(t *testing.T) {
 	types, err := d.Discover(ctx, discovery.KindInstanceTypes)
 	if err != nil || len(types) < 5 || !slices.ContainsFunc(types, func(it discovery.Item) bool { return it.ID == "e2-standard-4" }) {
 		t.Fatalf("instance types %+v %v", types, err)
+	}
+	versions, err := d.Discover(ctx, discovery.KindVersions)
+	if err != nil || !slices.ContainsFunc(versions, func(it discovery.Item) bool { return it.Engine == "postgres" && it.Version == "16" }) ||
+		!slices.ContainsFunc(versions, func(it discovery.Item) bool { return it.Engine == "redis" && it.Version == "7.2" }) {
+		t.Fatalf("versions %+v %v", versions, err)
+	}
+	// A cluster a job made, and one made by hand.
+	cj := &job.Job{ID: "job_cl", OrgID: "org_disc", Family: job.FamilyKubernetes, Provider: Name}
+	kd := KubernetesDriver{C: c}
+	until(t, ctx, "cluster", func() (bool, error) {
+		n, err := kd.EnsureNetwork(ctx, cj, kubernetes.Config{Name: "made"})
+		if err != nil || !n.Ready {
+			return false, err
+		}
+		r, err := kd.EnsureRoles(ctx, cj)
+		if err != nil {
+			return false, err
+		}
+		cl, err := kd.EnsureCluster(ctx, cj, kubernetes.Config{Name: "made", NodeGroups: []kubernetes.NodeGroup{{Name: "a", InstanceType: "e2-small", Min: 1, Max: 1}}}, n, r)
+		return cl.Ready, err
+	})
+	clusters, err := d.Discover(ctx, discovery.KindClusters)
+	if err != nil || len(clusters) != 1 || !clusters[0].Managed || clusters[0].Version == "" ||
+		!strings.HasPrefix(clusters[0].VPCID, "projects/"+gcpfake.Project+"/global/networks/") {
+		t.Fatalf("clusters %+v %v", clusters, err)
 	}
 	if _, err := d.Discover(ctx, "buckets"); !errors.Is(err, discovery.ErrUnknownKind) {
 		t.Fatalf("unknown kind: %v", err)
