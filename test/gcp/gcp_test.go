@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/discovery"
 	"github.com/groundworkhq/groundwork/internal/job"
 	gp "github.com/groundworkhq/groundwork/internal/provider/gcp"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
@@ -253,5 +256,79 @@ func TestErrorClassesEndToEnd(t *testing.T) {
 				t.Fatalf("failure %+v; want user_action %s with a hint holding %q and a console URL at %s", f, tc.failCode, tc.hint, tc.console)
 			}
 		})
+	}
+}
+
+// A plan of a GCP job, through the API: every step's permissions are known, the policy is a
+// custom role holding them, and planning calls nothing in the project.
+func TestPlanOfAGCPJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var p struct {
+		Provider        string `json:"provider"`
+		OperationsKnown bool   `json:"operationsKnown"`
+		Policy          struct {
+			Format   string `json:"format"`
+			Document struct {
+				Stage               string   `json:"stage"`
+				IncludedPermissions []string `json:"includedPermissions"`
+			} `json:"document"`
+		} `json:"policy"`
+	}
+	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs/plan", map[string]any{"spaceID": e.space.ID,
+		"kind": "dns_zone", "config": json.RawMessage(`{"domain":"plan.example.com"}`)}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Provider != "gcp" || !p.OperationsKnown || p.Policy.Format != "gcp-custom-role" || p.Policy.Document.Stage != "GA" ||
+		!slices.Contains(p.Policy.Document.IncludedPermissions, "dns.managedZones.create") {
+		t.Fatalf("plan %+v", p)
+	}
+	if calls := e.cloud.Calls(); len(calls) != 0 {
+		t.Fatalf("planning reached Google: %v", calls)
+	}
+}
+
+// Through the API: a space's networks before any job are none; once a network job completes,
+// a refreshed listing has its network, managed, and its subnet under it; the datastore
+// versions are those a job may ask for.
+func TestDiscoveryThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := testCtx(t)
+	list := func(kind string, refresh bool) []discovery.Item {
+		t.Helper()
+		var items []discovery.Item
+		q := "?refresh=" + strconv.FormatBool(refresh)
+		for {
+			var page discovery.Page
+			if err := e.s.Client.Do(ctx, http.MethodGet, "/api/spaces/"+e.space.ID+"/discovery/"+kind+q, nil, &page); err != nil {
+				t.Fatalf("discover %s: %v", kind, err)
+			}
+			if page.Items == nil {
+				t.Fatalf("discover %s: items is null, want a list", kind)
+			}
+			items = append(items, page.Items...)
+			if page.NextCursor == "" {
+				return items
+			}
+			q = "?cursor=" + page.NextCursor
+		}
+	}
+	if got := list("networks", false); len(got) != 0 {
+		t.Fatalf("networks of an empty project = %+v", got)
+	}
+	j := e.jobs.Create(t, e.space.ID, "network", `{"cidr":"10.34.0.0/16"}`)
+	e.jobs.WaitStatus(t, j.ID, job.StatusCompleted)
+	got := list("networks", true)
+	if len(got) != 1 || !got[0].Managed || !strings.HasPrefix(got[0].ID, "projects/"+gcpfake.Project+"/global/networks/gw-") {
+		t.Fatalf("networks = %+v; want the job's network, managed", got)
+	}
+	subnets := list("subnets", true)
+	if len(subnets) != 1 || subnets[0].VPCID != got[0].ID || subnets[0].CIDR != "10.34.0.0/17" {
+		t.Fatalf("subnets = %+v; want the job's one subnet in %s", subnets, got[0].ID)
+	}
+	versions := list("versions", false)
+	if !slices.ContainsFunc(versions, func(it discovery.Item) bool { return it.Engine == "mysql" && it.Version == "8.0" }) {
+		t.Fatalf("versions = %+v", versions)
 	}
 }
