@@ -123,7 +123,7 @@ func UpgradePolicy(provider string) (string, json.RawMessage) {
 			json.RawMessage(`{"Version":"2012-10-17","Statement":[{"Sid":"GroundworkProvision","Effect":"Allow","Action":["ec2:*","eks:*","rds:*","elasticache:*","ecr:*","elasticloadbalancing:*","autoscaling:*","route53:*","secretsmanager:*","iam:CreateRole","iam:DeleteRole","iam:GetRole","iam:PassRole","iam:AttachRolePolicy","iam:DetachRolePolicy","iam:TagRole","iam:CreateServiceLinkedRole","iam:CreateInstanceProfile","iam:DeleteInstanceProfile","iam:AddRoleToInstanceProfile","iam:RemoveRoleFromInstanceProfile"],"Resource":"*"}]}`)
 	case "gcp":
 		return "Grant these roles to the account's service account on the project, then set permissionLevel to read_write:",
-			json.RawMessage(`{"bindings":[{"role":"roles/compute.admin"},{"role":"roles/container.admin"},{"role":"roles/cloudsql.admin"},{"role":"roles/redis.admin"},{"role":"roles/artifactregistry.admin"},{"role":"roles/dns.admin"},{"role":"roles/secretmanager.admin"},{"role":"roles/iam.serviceAccountUser"}]}`)
+			json.RawMessage(`{"bindings":[{"role":"roles/compute.admin"},{"role":"roles/container.admin"},{"role":"roles/cloudsql.admin"},{"role":"roles/redis.admin"},{"role":"roles/artifactregistry.admin"},{"role":"roles/dns.admin"},{"role":"roles/secretmanager.admin"},{"role":"roles/servicenetworking.networksAdmin"},{"role":"roles/iam.serviceAccountAdmin"},{"role":"roles/iam.serviceAccountUser"},{"role":"roles/resourcemanager.projectIamAdmin"}]}`)
 	case "azure":
 		return "Assign this role to the account's principal on the subscription, then set permissionLevel to read_write:",
 			json.RawMessage(`{"roleDefinitionName":"Contributor","principalType":"ServicePrincipal","scope":"/subscriptions/<subscriptionId>"}`)

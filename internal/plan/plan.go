@@ -165,14 +165,25 @@ func BareSteps(names []string) []Step {
 	return out
 }
 
-// ReadOnlyGrants reports whether a read-only grant covers op: the reads (Describe*, List*,
-// Get*), but never a secret's value.
+// ReadOnlyGrants reports whether a read-only grant covers op: the reads, but never a
+// secret's value. AWS actions read with Describe*, List* and Get*; GCP permissions
+// (service.resource.verb) with get, list and the get* verbs; Azure actions end in /read.
 func ReadOnlyGrants(op string) bool {
-	_, name, ok := strings.Cut(op, ":")
-	if !ok || op == "secretsmanager:GetSecretValue" {
-		return false
+	if _, name, ok := strings.Cut(op, ":"); ok {
+		if op == "secretsmanager:GetSecretValue" {
+			return false
+		}
+		return strings.HasPrefix(name, "Describe") || strings.HasPrefix(name, "List") || strings.HasPrefix(name, "Get")
 	}
-	return strings.HasPrefix(name, "Describe") || strings.HasPrefix(name, "List") || strings.HasPrefix(name, "Get")
+	if strings.HasPrefix(op, "Microsoft.") {
+		return strings.HasSuffix(op, "/read") && !strings.Contains(op, "/secrets/")
+	}
+	if parts := strings.Split(op, "."); len(parts) >= 3 && !strings.Contains(op, "/") {
+		verb := parts[len(parts)-1]
+		secret := strings.HasPrefix(op, "secretmanager.versions.") || verb == "getAuthString" || verb == "getCredentials"
+		return !secret && (verb == "get" || verb == "list" || strings.HasPrefix(verb, "get") && verb != "getIamPolicy" || strings.HasPrefix(verb, "list"))
+	}
+	return false
 }
 
 // NotGranted returns the operations of p a read-only grant does not cover, in plan order.

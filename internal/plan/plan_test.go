@@ -14,6 +14,11 @@ func TestReadOnlyGrants(t *testing.T) {
 		"ec2:DescribeVpcs": true, "ecr:ListImages": true, "iam:GetRole": true,
 		"secretsmanager:GetSecretValue": false, "ec2:CreateVpc": false, "ec2:DeleteVpc": false, "ec2:ModifyVpcAttribute": false,
 		"Describe": false,
+		"compute.networks.get": true, "compute.networks.list": true, "compute.instances.getGuestAttributes": true,
+		"compute.networks.create": false, "resourcemanager.projects.setIamPolicy": false, "resourcemanager.projects.getIamPolicy": false,
+		"secretmanager.versions.access": false, "redis.instances.getAuthString": false, "compute.instanceGroupManagers.listManagedInstances": true,
+		"Microsoft.Network/virtualNetworks/read": true, "Microsoft.Network/virtualNetworks/write": false,
+		"Microsoft.KeyVault/vaults/secrets/read": false,
 	} {
 		if got := ReadOnlyGrants(op); got != want {
 			t.Errorf("ReadOnlyGrants(%q) = %v, want %v", op, got, want)

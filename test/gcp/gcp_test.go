@@ -332,3 +332,32 @@ func TestDiscoveryThroughTheAPI(t *testing.T) {
 		t.Fatalf("versions = %+v", versions)
 	}
 }
+
+// A read-only GCP account: a job is refused before anything runs, naming the permissions it
+// would need and the custom role that grants them.
+func TestReadOnlyAccountIsRefusedWithTheRole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := testCtx(t)
+	var acc store.CloudAccount
+	if err := e.s.Client.Do(ctx, http.MethodPost, "/api/cloud-accounts", map[string]any{"name": "ro", "provider": "gcp",
+		"region": "europe-west1", "authMethod": "none", "permissionLevel": "read_only",
+		"config": map[string]any{"projectId": gcpfake.Project, "endpoints": e.cloud.Endpoints()}}, &acc); err != nil {
+		t.Fatal(err)
+	}
+	var sp store.Space
+	if err := e.s.Client.Do(ctx, http.MethodPost, "/api/spaces", map[string]any{"name": "ro", "provider": "gcp",
+		"region": "europe-west1", "cloudAccountID": acc.ID}, &sp); err != nil {
+		t.Fatal(err)
+	}
+	err := e.s.Client.Do(ctx, http.MethodPost, "/api/provisioning-jobs", map[string]any{"spaceID": sp.ID, "kind": "dns_zone",
+		"config": json.RawMessage(`{"domain":"ro.example.com"}`)}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusForbidden || !strings.Contains(ce.Error(), "dns.managedZones.create") ||
+		strings.Contains(ce.Error(), "dns.managedZones.get,") {
+		t.Fatalf("a job on a read-only account: %v; want 403 naming dns.managedZones.create and not the reads", err)
+	}
+	if calls := e.cloud.Calls(); len(calls) != 0 {
+		t.Fatalf("the refused job reached Google: %v", calls)
+	}
+}
