@@ -317,29 +317,6 @@ func (pl Placement) networkResources(s *compute.Service, nw dsNetwork) (Resource
 // would spend its transient-retry budget on an instance that is merely being made.
 const createWait = 4 * time.Minute
 
-// awaitWithin is await with its own bound (see createWait).
-func (c *Client) awaitWithin(ctx context.Context, what string, bound time.Duration, step func() (bool, error)) error {
-	deadline := time.Now().Add(bound)
-	every := c.Poll
-	if every <= 0 {
-		every = 2 * time.Second
-	}
-	for {
-		done, err := step()
-		if err != nil || done {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fault.Transientf("%s is still under way in Google Cloud", what)
-		}
-		select {
-		case <-ctx.Done():
-			return fault.Transient(ctx.Err())
-		case <-time.After(every):
-		}
-	}
-}
-
 func asInt(v any) (int, bool) {
 	switch n := v.(type) {
 	case int:
