@@ -244,7 +244,6 @@ func TestDatastorePipelineKeepsPasswordsInSecretManager(t *testing.T) {
 	}
 }
 
-
 // The module's datastore driver finds each call's job, then opens the job's space's
 // account; a job that is gone is the user's to recreate.
 func TestModuleDatastoreDriverResolvesTheJob(t *testing.T) {
@@ -262,7 +261,7 @@ func TestModuleDatastoreDriverResolvesTheJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: "job_01JMOD"}, roleDSNetwork)
+	want := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: "job_01JMOD"}, roleNetwork)
 	if net["network"] != want {
 		t.Errorf("network %v, want %s", net["network"], want)
 	}
