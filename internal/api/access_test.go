@@ -188,6 +188,7 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 		"gcp none no endpoints":    {`{"name":"g","provider":"gcp","authMethod":"none","config":{"projectId":"p"}}`, "config.endpoints"},
 		"gcp endpoint not a url":   {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"nope"}}}`, "config.endpoints.compute.googleapis.com"},
 		"gcp endpoint not google":  {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"example.com":"http://127.0.0.1:1/"}}}`, "config.endpoints.example.com"},
+		"gcp secretManager string": {`{"name":"g","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"type\":\"service_account\",\"client_email\":\"gw@p.iam.gserviceaccount.com\",\"private_key\":\"k\"}"},"config":{"projectId":"p","secretManager":"yes"}}`, "config.secretManager"},
 		"gcp endpoint metadata":    {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"http://169.254.169.254/"}}}`, "config.endpoints.compute.googleapis.com"},
 		"azure sp without secret":  {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c"}}`, "credentials.clientSecret"},
 		"azure sp secret and cert": {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c","clientSecret":"s","clientCertificate":"pem"}}`, "credentials.clientSecret"},

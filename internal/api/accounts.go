@@ -214,7 +214,8 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 }
 
 // validateGCP checks what only GCP accounts have: a service account key that is one, and
-// config.endpoints (service host name → base URL), which authMethod none requires.
+// config.endpoints (service host name → base URL), which authMethod none requires, and
+// config.secretManager, a boolean.
 func validateGCP(req *createAccountRequest, cfg map[string]any) []FieldError {
 	var fields []FieldError
 	if key := req.Credentials["serviceAccountKey"]; req.AuthMethod == "service_account" && strings.TrimSpace(key) != "" {
@@ -246,6 +247,14 @@ func validateGCP(req *createAccountRequest, cfg map[string]any) []FieldError {
 		if !strings.HasSuffix(host, ".googleapis.com") {
 			fields = append(fields, FieldError{Field: "config.endpoints." + host, Rule: "enum",
 				Message: "must be a Google service host name such as compute.googleapis.com"})
+		}
+	}
+	// secretManager is decoded as a bool when the account is opened; anything else would fail
+	// every job of the account then rather than the account's creation now.
+	if v, given := cfg["secretManager"]; given {
+		if _, ok := v.(bool); !ok {
+			fields = append(fields, FieldError{Field: "config.secretManager", Rule: "type",
+				Message: "must be a boolean: true keeps the space's secrets in the project's Secret Manager"})
 		}
 	}
 	return fields

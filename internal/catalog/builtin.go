@@ -53,7 +53,8 @@ func datastoreSchema(engine, exampleVersion string, withStorage bool) json.RawMe
 		"instanceClass": {"type":"string","minLength":1,"description":"provider machine class, e.g. db.t3.medium"},
 		%s
 		"multiAZ": {"type":"boolean","default":false,"description":"a standby in another zone"},
-		"backupRetentionDays": {"type":"integer","minimum":0,"maximum":35,"default":7}
+		"backupRetentionDays": {"type":"integer","minimum":0,"maximum":35,"default":7},
+		"vpcID": {"type":"string","minLength":1,"description":"GCP: the VPC network to place the server on, with private services access (a network job's vpcID); omitted, the datastore gets a network of its own"}
 	}
 }`, engine, nameSchema, exampleVersion, storage))
 }

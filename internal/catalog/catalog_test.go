@@ -40,6 +40,8 @@ func TestInvalidConfigs(t *testing.T) {
 		{"postgres bad name", catalog.PairPostgres, `{"engine":"postgres","name":"Bad_Name"}`, "name", "pattern"},
 		{"mysql empty version", catalog.PairMySQL, `{"engine":"mysql","version":""}`, "version", "minLength"},
 		{"mysql not an object", catalog.PairMySQL, `[1,2]`, "", "type"},
+		{"postgres empty vpcID", catalog.PairPostgres, `{"engine":"postgres","vpcID":""}`, "vpcID", "minLength"},
+		{"redis vpcID not a string", catalog.PairRedis, `{"engine":"redis","vpcID":7}`, "vpcID", "type"},
 		{"redis empty instance class", catalog.PairRedis, `{"engine":"redis","instanceClass":""}`, "instanceClass", "minLength"},
 		{"kubernetes name missing", catalog.PairKubernetes, `{"nodeGroups":[{"name":"a","instanceType":"m5.large","min":1,"max":2}]}`, "name", "required"},
 		{"kubernetes no node groups", catalog.PairKubernetes, `{"name":"c","nodeGroups":[]}`, "nodeGroups", "minItems"},
@@ -250,6 +252,7 @@ func TestUnknownSettingsRefused(t *testing.T) {
 		{"free-form values", c, catalog.PairHelmComponent, `{"componentID":"ingress-nginx","values":{"anything":{"goes":1}}}`, "", ""},
 		{"schema allows extras", open, openPair, `{"a":"x","b":2}`, "", ""},
 		{"known keys only", c, catalog.PairPostgres, `{"engine":"postgres","name":"db"}`, "", ""},
+		{"a datastore on a network job's network", c, catalog.PairRedis, `{"engine":"redis","vpcID":"projects/p/global/networks/gw-vpc"}`, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

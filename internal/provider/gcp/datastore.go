@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	compute "google.golang.org/api/compute/v1"
-
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/provider"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -137,21 +136,13 @@ func (d DatastoreDriver) Delete(ctx context.Context, p dspipe.DeleteParams) (boo
 	return true, nil // nothing is made for an engine not served here
 }
 
-// Roles of the datastore's network resources.
-const (
-	roleDSNetwork = "ds-vpc"
-	roleDSRange   = "ds-range"
-	// dsRangePrefix is the size of the range reserved for private services access: Cloud SQL
-	// and Memorystore take their addresses from it (Google asks for /24 at least).
-	dsRangePrefix = 20
-)
-
 // dsNetwork is the VPC network a job's datastore is placed in.
 type dsNetwork struct {
 	// id is the network as "projects/<p>/global/networks/<n>".
 	id string
-	// rangeName is the job's own allocated range for private services access; "" when the
-	// job names its network, whose private services access is already set up.
+	// rangeName is the range the job's own network reserves for private services access,
+	// which its instance's address comes from; "" when the job names its network, whose
+	// connection's ranges Google picks from.
 	rangeName string
 	own       bool
 }
@@ -160,7 +151,7 @@ var networkID = regexp.MustCompile(`^projects/([a-z][-a-z0-9.:]*[a-z0-9])/global
 
 // networkOf is the network j's datastore goes in: the network its config names (vpcID, a
 // network job's vpcID "projects/<p>/global/networks/<n>" or a self link), or else one of
-// its own.
+// its own, made as the network family makes a network job's.
 func (pl Placement) networkOf() (dsNetwork, error) {
 	var cfg struct {
 		VPCID string `json:"vpcID"`
@@ -169,8 +160,7 @@ func (pl Placement) networkOf() (dsNetwork, error) {
 		_ = json.Unmarshal(pl.J.Config, &cfg) // the pipeline decoded it already
 	}
 	if cfg.VPCID == "" {
-		return dsNetwork{id: "projects/" + pl.C.ProjectID + "/global/networks/" + name(pl.J, roleDSNetwork),
-			rangeName: name(pl.J, roleDSRange), own: true}, nil
+		return dsNetwork{id: NetworkDriver{C: pl.C}.own(pl.J).ID(), rangeName: name(pl.J, rolePSARange), own: true}, nil
 	}
 	id := strings.TrimPrefix(cfg.VPCID, "https://www.googleapis.com/compute/v1/")
 	id = strings.TrimPrefix(id, "https://compute.googleapis.com/compute/v1/")
@@ -181,14 +171,22 @@ func (pl Placement) networkOf() (dsNetwork, error) {
 	return dsNetwork{id: id}, nil
 }
 
-// Ensure implements dspipe.Network. A job that names its network gets nothing made: the
-// network must be there. Otherwise the job gets its own custom-mode VPC network and a range
-// reserved in it for private services access (purpose VPC_PEERING), which its instance's
-// addresses come from.
+// dsNetworkConfig is the job's own network as the network family makes it: the default
+// block, and no Cloud NAT, as a Cloud SQL or Memorystore instance makes no connections out
+// through the network.
+var dsNetworkConfig = network.Config{NoNAT: true}
+
+// Ensure implements dspipe.Network. A job that names its network gets nothing made there:
+// the network must be there with private services access set up (a network job's network
+// has it). Otherwise the job gets its own network, made by the network family's code: a
+// custom-mode network, its subnet and firewall rules, a range reserved for private services
+// access, and the Service Networking connection that peers that range to Google's service
+// producer network, which is where Cloud SQL and Memorystore put the instance's address.
 //
-// The private services access connection (servicenetworking.services.connections) that
-// peers the range to Google's service producer network is not made here: the module's
-// servicenetworking support makes it. Without it Google refuses a private-IP instance.
+// The step's result is recorded only once the step is done, so the operations in flight
+// are not kept between calls: each call reads the resources again (the NetworkDriver's
+// inserts carry requestIds, which Google answers with the operation already under way, and
+// Service Networking answers a create for a network with one under way with that one).
 func (n DatastoreNetwork) Ensure(ctx context.Context, p dspipe.NetworkParams) (map[string]any, error) {
 	pl, err := n.Resolve(ctx, p.JobID)
 	if err != nil {
@@ -199,39 +197,67 @@ func (n DatastoreNetwork) Ensure(ctx context.Context, p dspipe.NetworkParams) (m
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.computeService(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{"provider": Name, "network": nw.id, "ownNetwork": nw.own}
+	nd := NetworkDriver{C: c}
 	if !nw.own {
-		m := networkID.FindStringSubmatch(nw.id)
-		if _, err := s.Networks.Get(m[1], m[2]).Context(ctx).Do(); err != nil {
-			if notFound(err) {
-				return nil, fault.UserAction(fmt.Errorf("network %s: %w", nw.id, err), "NetworkNotFound",
-					"The network vpcID names is not there; give the vpcID of an existing network.", c.ConsoleURL("networking/networks/list"))
-			}
-			return nil, c.Classify(err)
+		if err := nd.checkPrivateServicesAccess(ctx, nw.id); err != nil {
+			return nil, err
 		}
-		return out, nil
+		return map[string]any{"provider": Name, "network": nw.id, "ownNetwork": false}, nil
 	}
-	ops := Ops{}
-	netRes, rangeRes := pl.networkResources(s, nw)
+	var res network.Result
 	err = c.await(ctx, "the datastore network", func() (bool, error) {
-		ok, err := c.converge(ctx, ops, "create network", netRes)
-		if err != nil || !ok {
-			return false, err
-		}
-		return c.converge(ctx, ops, "create range", rangeRes)
+		r, err := nd.ensure(ctx, pl.J, dsNetworkConfig, true)
+		res = r
+		return r.Ready, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	out["allocatedIpRange"] = nw.rangeName
-	return out, nil
+	made := networkOf(res)
+	return map[string]any{"provider": Name, "network": nw.id, "ownNetwork": true, "subnetIDs": made.SubnetIDs,
+		"firewalls": made.Firewalls, "privateServiceRange": made.PrivateServiceRange, "allocatedIpRange": nw.rangeName}, nil
 }
 
-// Delete implements dspipe.Network: the range, then the network, each when it is the job's.
+// checkPrivateServicesAccess refuses a network that is not there or has no private services
+// access connection: Cloud SQL and Memorystore would refuse an instance on it.
+func (d NetworkDriver) checkPrivateServicesAccess(ctx context.Context, id string) error {
+	ref, _ := parseNetwork(id)
+	s, err := d.C.computeService(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Networks.Get(ref.Project, ref.Name).Context(ctx).Do(); err != nil {
+		if notFound(err) {
+			return fault.UserAction(fmt.Errorf("network %s: %w", id, err), "NetworkNotFound",
+				"The network vpcID names is not there; give the vpcID of an existing network.", d.C.ConsoleURL("networking/networks/list"))
+		}
+		return d.C.Classify(err)
+	}
+	svc, err := d.C.serviceNetworking(ctx)
+	if err != nil {
+		return err
+	}
+	consumer, err := d.consumerNetwork(ctx, ref)
+	if err != nil {
+		return err
+	}
+	// Only read: the connection is not the job's to make.
+	st, err := d.connection(svc, nil, consumer).Get(ctx)
+	if err != nil {
+		return d.C.Classify(err)
+	}
+	if !st.Found {
+		return fault.UserAction(fmt.Errorf("network %s has no private services access connection", id), "NetworkWithoutPrivateServicesAccess",
+			"Cloud SQL and Memorystore take their private addresses from a network's private services access. Make a network job (it sets up private services access) and give its vpcID, or leave vpcID out for a network of the datastore's own.",
+			d.C.ConsoleURL("networking/peering/list"))
+	}
+	return nil
+}
+
+// Delete implements dspipe.Network: the job's own network as the network family deletes it
+// (the private services access connection, awaited, then the range, firewall rules and
+// subnet, then the network), once the pipeline has deleted the instance that used it. A
+// network the job names is not the job's.
 func (n DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) (bool, error) {
 	pl, err := n.Resolve(ctx, p.JobID)
 	if err != nil {
@@ -242,73 +268,7 @@ func (n DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) (b
 		// A network the job names is not the job's; a vpcID that is no network named none.
 		return true, nil
 	}
-	c := pl.C
-	s, err := c.computeService(ctx)
-	if err != nil {
-		return false, err
-	}
-	ops := Ops{}
-	netRes, rangeRes := pl.networkResources(s, nw)
-	err = c.await(ctx, "deleting the datastore network", func() (bool, error) {
-		gone, err := c.remove(ctx, ops, "delete range", rangeRes)
-		if err != nil || !gone {
-			return false, err
-		}
-		return c.remove(ctx, ops, "delete network", netRes)
-	})
-	return err == nil, err
-}
-
-// networkResources are the job's own network and range.
-func (pl Placement) networkResources(s *compute.Service, nw dsNetwork) (Resource, Resource) {
-	c, j := pl.C, pl.J
-	netName := name(j, roleDSNetwork)
-	poll := c.pollCompute(s)
-	network := Resource{
-		Get: func(ctx context.Context) (State, error) {
-			v, err := s.Networks.Get(c.ProjectID, netName).Context(ctx).Do()
-			if notFound(err) {
-				return State{}, nil
-			}
-			if err != nil {
-				return State{}, err
-			}
-			return State{Found: true, Ours: ownsDescription(j, v.Description), Ready: true}, nil
-		},
-		Create: func(ctx context.Context) (string, error) {
-			return startCompute(s.Networks.Insert(c.ProjectID, &compute.Network{Name: netName, Description: description(j, roleDSNetwork),
-				AutoCreateSubnetworks: false, ForceSendFields: []string{"AutoCreateSubnetworks"},
-				RoutingConfig: &compute.NetworkRoutingConfig{RoutingMode: "REGIONAL"}}).
-				RequestId(requestID(j, "create datastore network")).Context(ctx).Do())
-		},
-		Delete: func(ctx context.Context) (string, error) {
-			return startCompute(s.Networks.Delete(c.ProjectID, netName).RequestId(requestID(j, "delete datastore network")).Context(ctx).Do())
-		},
-		Poll: poll,
-	}
-	rng := Resource{
-		Get: func(ctx context.Context) (State, error) {
-			v, err := s.GlobalAddresses.Get(c.ProjectID, nw.rangeName).Context(ctx).Do()
-			if notFound(err) {
-				return State{}, nil
-			}
-			if err != nil {
-				return State{}, err
-			}
-			return State{Found: true, Ours: ownsDescription(j, v.Description), Ready: v.Status == "RESERVED" || v.Status == "IN_USE"}, nil
-		},
-		Create: func(ctx context.Context) (string, error) {
-			return startCompute(s.GlobalAddresses.Insert(c.ProjectID, &compute.Address{Name: nw.rangeName, Description: description(j, roleDSRange),
-				Labels: labels(j, roleDSRange), Purpose: "VPC_PEERING", AddressType: "INTERNAL", PrefixLength: dsRangePrefix,
-				Network: networkURL(nw.id)}).
-				RequestId(requestID(j, "create datastore range")).Context(ctx).Do())
-		},
-		Delete: func(ctx context.Context) (string, error) {
-			return startCompute(s.GlobalAddresses.Delete(c.ProjectID, nw.rangeName).RequestId(requestID(j, "delete datastore range")).Context(ctx).Do())
-		},
-		Poll: poll,
-	}
-	return network, rng
+	return NetworkDriver{C: pl.C}.DeleteNetwork(ctx, pl.J)
 }
 
 // createWait bounds how long Create waits for a new instance's address, below the datastore
@@ -316,29 +276,6 @@ func (pl Placement) networkResources(s *compute.Service, nw dsNetwork) (Resource
 // they have made it, which takes minutes; a create_server step that returned at awaitFor
 // would spend its transient-retry budget on an instance that is merely being made.
 const createWait = 4 * time.Minute
-
-// awaitWithin is await with its own bound (see createWait).
-func (c *Client) awaitWithin(ctx context.Context, what string, bound time.Duration, step func() (bool, error)) error {
-	deadline := time.Now().Add(bound)
-	every := c.Poll
-	if every <= 0 {
-		every = 2 * time.Second
-	}
-	for {
-		done, err := step()
-		if err != nil || done {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fault.Transientf("%s is still under way in Google Cloud", what)
-		}
-		select {
-		case <-ctx.Done():
-			return fault.Transient(ctx.Err())
-		case <-time.After(every):
-		}
-	}
-}
 
 func asInt(v any) (int, bool) {
 	switch n := v.(type) {

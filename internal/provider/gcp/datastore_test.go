@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
 )
@@ -100,6 +102,19 @@ func deleteDatastore(t *testing.T, ctx context.Context, d dspipe.Driver, jobID s
 	})
 }
 
+// connectedRange checks that network (a network's id) has a private services access
+// connection and that it reserves rng, the range an instance on it was given.
+func connectedRange(t *testing.T, cloud *gcpfake.Cloud, network string, rng any) {
+	t.Helper()
+	ranges, ok := cloud.PSARanges(network)
+	if !ok {
+		t.Fatalf("network %s has no private services access connection", network)
+	}
+	if !slices.Contains(ranges, fmt.Sprint(rng)) {
+		t.Errorf("the instance's range %v is not one the connection reserves (%v)", rng, ranges)
+	}
+}
+
 // A Cloud SQL instance is made as asked: private IP only in the job's own network and range,
 // the machine type, high availability, disk, backups with point-in-time recovery, no
 // deletion protection, the job's labels, and the pipeline's password as the admin user's; it
@@ -157,7 +172,7 @@ func TestCloudSQLLifecycle(t *testing.T) {
 			s := b["settings"].(map[string]any)
 			ipc := s["ipConfiguration"].(map[string]any)
 			bc := s["backupConfiguration"].(map[string]any)
-			wantNet := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: jobID}, roleDSNetwork)
+			wantNet := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: jobID}, roleNetwork)
 			for what, pair := range map[string][2]any{
 				"databaseVersion":             {b["databaseVersion"], tc.dbv},
 				"region":                      {b["region"], "europe-west1"},
@@ -169,7 +184,7 @@ func TestCloudSQLLifecycle(t *testing.T) {
 				"deletionProtectionEnabled":   {s["deletionProtectionEnabled"], false},
 				"ipv4Enabled":                 {ipc["ipv4Enabled"], false},
 				"privateNetwork":              {ipc["privateNetwork"], wantNet},
-				"allocatedIpRange":            {ipc["allocatedIpRange"], name(&job.Job{ID: jobID}, roleDSRange)},
+				"allocatedIpRange":            {ipc["allocatedIpRange"], name(&job.Job{ID: jobID}, rolePSARange)},
 				"backups":                     {bc["enabled"], true},
 				tc.logSetting:                 {bc[tc.logSetting], true},
 				"retainedBackups":             {bc["backupRetentionSettings"].(map[string]any)["retainedBackups"], float64(14)},
@@ -179,6 +194,7 @@ func TestCloudSQLLifecycle(t *testing.T) {
 					t.Errorf("%s = %v, want %v", what, pair[0], pair[1])
 				}
 			}
+			connectedRange(t, cloud, wantNet, ipc["allocatedIpRange"])
 			if !owns(&job.Job{ID: jobID, OrgID: "org_test"}, stringMap(s["userLabels"])) {
 				t.Errorf("userLabels %v", s["userLabels"])
 			}
@@ -195,6 +211,9 @@ func TestCloudSQLLifecycle(t *testing.T) {
 			}
 
 			deleteDatastore(t, ctx, d, jobID, tc.engine)
+			if _, ok := cloud.PSARanges(wantNet); ok {
+				t.Error("the private services access connection outlives the job")
+			}
 			if left, _ := observeDatastore(cloud)(ctx); len(left) != 0 {
 				t.Errorf("left after delete: %v", left)
 			}
@@ -321,13 +340,14 @@ func TestRedisLifecycle(t *testing.T) {
 		"tier": {b["tier"], "STANDARD_HA"}, "memorySizeGb": {b["memorySizeGb"], 5}, "redisVersion": {b["redisVersion"], "REDIS_7_0"},
 		"authEnabled": {b["authEnabled"], true}, "transitEncryptionMode": {b["transitEncryptionMode"], "SERVER_AUTHENTICATION"},
 		"connectMode":       {b["connectMode"], "PRIVATE_SERVICE_ACCESS"},
-		"authorizedNetwork": {b["authorizedNetwork"], "projects/" + gcpfake.Project + "/global/networks/" + name(j, roleDSNetwork)},
-		"reservedIpRange":   {b["reservedIpRange"], name(j, roleDSRange)}, "displayName": {b["displayName"], "sessions"},
+		"authorizedNetwork": {b["authorizedNetwork"], "projects/" + gcpfake.Project + "/global/networks/" + name(j, roleNetwork)},
+		"reservedIpRange":   {b["reservedIpRange"], name(j, rolePSARange)}, "displayName": {b["displayName"], "sessions"},
 	} {
 		if fmt.Sprint(pair[0]) != fmt.Sprint(pair[1]) {
 			t.Errorf("%s = %v, want %v", what, pair[0], pair[1])
 		}
 	}
+	connectedRange(t, cloud, fmt.Sprint(b["authorizedNetwork"]), b["reservedIpRange"])
 	if !owns(j, res.Labels()) {
 		t.Errorf("labels %v", res.Labels())
 	}
@@ -344,17 +364,26 @@ func TestRedisLifecycle(t *testing.T) {
 }
 
 // A job whose config names a network (a network job's vpcID) gets nothing made for it: the
-// instance goes in that network, and the network stays when the job goes.
+// instance goes in that network, through the private services access the network job set
+// up, and the network stays when the job goes. A network without private services access,
+// or none at all, is the user's to fix.
 func TestDatastoreInANamedNetwork(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, cloud := testClient(t)
-	netID := "projects/" + gcpfake.Project + "/global/networks/shared"
-	cloud.Put(gcpfake.Resource{Service: gcpfake.HostCompute, Kind: "compute#network", Name: netID,
-		Body: map[string]any{"name": "shared", "selfLink": gcpfake.SelfLinkBase + netID}})
+	nj := &job.Job{ID: "job_netfords", OrgID: "org_test", SpaceID: "spc_test", Provider: Name, Family: job.FamilyNetwork}
+	var made network.Result
+	until(t, ctx, "the network job's network", func() (bool, error) {
+		var err error
+		made, err = NetworkDriver{C: c}.EnsureNetwork(ctx, nj, network.Config{})
+		return made.Ready, err
+	})
+	netID := made.VPCID
 	d := datastoreWith(c, json.RawMessage(`{"engine":"postgres","vpcID":"`+netID+`"}`))
 	const jobID = "job_dsnamed"
+	computeBefore := cloud.Mutations(gcpfake.HostCompute, "/")
+	snBefore := cloud.Mutations(gcpfake.HostServiceNetworking, "/")
 	net, err := d.Network.Ensure(ctx, dspipe.NetworkParams{JobID: jobID, Engine: ds.EnginePostgres})
 	if err != nil || net["network"] != netID || net["ownNetwork"] != false {
 		t.Fatalf("ensure = %v, %v", net, err)
@@ -365,18 +394,29 @@ func TestDatastoreInANamedNetwork(t *testing.T) {
 	if ipc["privateNetwork"] != netID || ipc["allocatedIpRange"] != nil {
 		t.Errorf("ipConfiguration %v; want the named network and no range of the job's", ipc)
 	}
-	if n := cloud.Mutations(gcpfake.HostCompute, "/"); n != 0 {
+	deleteDatastore(t, ctx, d, jobID, ds.EnginePostgres)
+	if n := cloud.Mutations(gcpfake.HostCompute, "/") - computeBefore; n != 0 {
 		t.Errorf("%d compute mutations for a job that names its network", n)
 	}
-	deleteDatastore(t, ctx, d, jobID, ds.EnginePostgres)
+	if n := cloud.Mutations(gcpfake.HostServiceNetworking, "/") - snBefore; n != 0 {
+		t.Errorf("%d Service Networking mutations for a job that names its network", n)
+	}
 	if _, ok := cloud.Lookup(gcpfake.HostCompute, netID); !ok {
 		t.Error("the named network went with the job")
 	}
+	if _, ok := cloud.PSARanges(netID); !ok {
+		t.Error("the named network's private services access went with the job")
+	}
 
-	missing := datastoreWith(c, json.RawMessage(`{"vpcID":"projects/`+gcpfake.Project+`/global/networks/nope"}`))
-	_, err = missing.Network.Ensure(ctx, dspipe.NetworkParams{JobID: jobID, Engine: ds.EnginePostgres})
-	if fe := fault.As(err); err == nil || fe.Class != job.ClassUserAction || fe.Code != "NetworkNotFound" {
-		t.Errorf("a named network that is not there = %v; want user_action NetworkNotFound", err)
+	bare := "projects/" + gcpfake.Project + "/global/networks/bare"
+	cloud.Put(gcpfake.Resource{Service: gcpfake.HostCompute, Kind: "compute#network", Name: bare,
+		Body: map[string]any{"name": "bare", "selfLink": gcpfake.SelfLinkBase + bare}})
+	for vpc, code := range map[string]string{bare: "NetworkWithoutPrivateServicesAccess", "projects/" + gcpfake.Project + "/global/networks/nope": "NetworkNotFound"} {
+		named := datastoreWith(c, json.RawMessage(`{"vpcID":"`+vpc+`"}`))
+		_, err = named.Network.Ensure(ctx, dspipe.NetworkParams{JobID: jobID, Engine: ds.EnginePostgres})
+		if fe := fault.As(err); err == nil || fe.Class != job.ClassUserAction || fe.Code != code {
+			t.Errorf("vpcID %s = %v; want user_action %s", vpc, err, code)
+		}
 	}
 }
 

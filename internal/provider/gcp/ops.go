@@ -180,7 +180,13 @@ const awaitFor = 90 * time.Second
 // finished thing or an error. An operation that outlasts awaitFor is a transient error; the
 // engine calls again later and that call's read finds the resource under way and watches it.
 func (c *Client) await(ctx context.Context, what string, step func() (bool, error)) error {
-	deadline := time.Now().Add(awaitFor)
+	return c.awaitWithin(ctx, what, awaitFor, step)
+}
+
+// awaitWithin is await with its own bound, for a step whose wait is longer than awaitFor
+// (see createWait).
+func (c *Client) awaitWithin(ctx context.Context, what string, bound time.Duration, step func() (bool, error)) error {
+	deadline := time.Now().Add(bound)
 	every := c.Poll
 	if every <= 0 {
 		every = 2 * time.Second

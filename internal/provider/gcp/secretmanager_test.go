@@ -261,7 +261,7 @@ func TestModuleDatastoreDriverResolvesTheJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: "job_01JMOD"}, roleDSNetwork)
+	want := "projects/" + gcpfake.Project + "/global/networks/" + name(&job.Job{ID: "job_01JMOD"}, roleNetwork)
 	if net["network"] != want {
 		t.Errorf("network %v, want %s", net["network"], want)
 	}

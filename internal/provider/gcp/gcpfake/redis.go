@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -139,9 +140,18 @@ func (c *Cloud) redisCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// In PRIVATE_SERVICE_ACCESS mode the instance's address comes from the network's
+	// private services access: Memorystore refuses a network without a connection to
+	// servicenetworking.googleapis.com, and a range the connection does not reserve.
+	reserved, peered := c.PSARanges(netPath)
+	if mode == "PRIVATE_SERVICE_ACCESS" && !peered {
+		WriteError(w, http.StatusBadRequest, "FAILED_PRECONDITION",
+			fmt.Sprintf("Private services access is not enabled on network %s: create a private connection to service servicenetworking.googleapis.com first.", netw), "failedPrecondition")
+		return
+	}
 	if rng, _ := in["reservedIpRange"].(string); rng != "" && mode == "PRIVATE_SERVICE_ACCESS" {
 		a, ok := c.Lookup(HostCompute, "projects/"+c.Project+"/global/addresses/"+rng)
-		if !ok || a.Body["purpose"] != "VPC_PEERING" || strings.TrimPrefix(fmt.Sprint(a.Body["network"]), SelfLinkBase) != netPath {
+		if !ok || a.Body["purpose"] != "VPC_PEERING" || strings.TrimPrefix(fmt.Sprint(a.Body["network"]), SelfLinkBase) != netPath || !slices.Contains(reserved, rng) {
 			bad(fmt.Sprintf("The allocated IP range %s is not an allocated range of network %s.", rng, netw))
 			return
 		}

@@ -256,6 +256,41 @@ func (c *Cloud) snDelete(w http.ResponseWriter, r *http.Request, name string) {
 	WriteJSON(w, http.StatusOK, LRO(*op, snMetadata))
 }
 
+// PSARanges are the ranges the private services access connection of a compute network
+// (netPath, "projects/<p>/global/networks/<n>") reserves, and whether it has a connection.
+// Cloud SQL and Memorystore give a private-IP instance its address from these, and refuse
+// one on a network without a connection.
+func (c *Cloud) PSARanges(netPath string) ([]string, bool) {
+	_, answered, ok := c.consumerNetwork(netPath)
+	if !ok {
+		return nil, false
+	}
+	conn, ok := c.Lookup(HostServiceNetworking, connectionName(answered))
+	if !ok {
+		return nil, false
+	}
+	var ranges []string
+	for _, r := range asSlice(conn.Body["reservedPeeringRanges"]) {
+		ranges = append(ranges, fmt.Sprint(r))
+	}
+	return ranges, true
+}
+
+// asSlice reads a list held as []string (as put) or []any (as decoded from JSON).
+func asSlice(v any) []any {
+	switch l := v.(type) {
+	case []any:
+		return l
+	case []string:
+		out := make([]any, len(l))
+		for i, s := range l {
+			out[i] = s
+		}
+		return out
+	}
+	return nil
+}
+
 // producerUsing names a Cloud SQL or Memorystore instance on the network (netName, a compute
 // network's resource name), or "". The lock is held.
 func (c *Cloud) producerUsing(netName string) string {

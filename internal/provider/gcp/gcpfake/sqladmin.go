@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -142,9 +143,17 @@ func (c *Cloud) sqlInsert(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A private IP comes from the network's private services access: Cloud SQL refuses a
+	// network that has no connection to servicenetworking.googleapis.com, and a range the
+	// connection does not reserve.
+	reserved, peered := c.PSARanges(netPath)
+	if netw != "" && !peered {
+		WriteError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("Invalid request: Incorrect Service Networking config for instance: %s:%s:NETWORK_NOT_PEERED.", c.Project, name), "invalid")
+		return
+	}
 	if rng, _ := ipc["allocatedIpRange"].(string); rng != "" {
 		a, ok := c.Lookup(HostCompute, "projects/"+c.Project+"/global/addresses/"+rng)
-		if !ok || a.Body["purpose"] != "VPC_PEERING" || strings.TrimPrefix(fmt.Sprint(a.Body["network"]), SelfLinkBase) != netPath {
+		if !ok || a.Body["purpose"] != "VPC_PEERING" || strings.TrimPrefix(fmt.Sprint(a.Body["network"]), SelfLinkBase) != netPath || !slices.Contains(reserved, rng) {
 			WriteError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("Invalid request: The allocated IP range [%s] is not found in the network [%s].", rng, netw), "invalid")
 			return
 		}
