@@ -586,3 +586,34 @@ func TestCloudSQLFailures(t *testing.T) {
 		t.Errorf("quota = %s", fe.Code)
 	}
 }
+
+// Google may hold a datastore's private services access connection for a while after the
+// instance on it is deleted: the teardown takes that refusal as passing, not as the user's to
+// fix, and finishes once the connection is released.
+func TestDatastoreTeardownWaitsOutAHeldConnection(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, cloud := testClient(t)
+	d := datastoreOn(c)
+	jobID := "job_held"
+	ensureDatastore(t, ctx, d, dspipe.CreateParams{JobID: jobID, Engine: ds.EnginePostgres, AdminPassword: ds.GeneratePassword()})
+	until(t, ctx, "delete the instance", func() (bool, error) {
+		return d.Servers.Delete(ctx, dspipe.DeleteParams{JobID: jobID, Engine: ds.EnginePostgres})
+	})
+	cloud.Fail(gcpfake.HostServiceNetworking, http.MethodPost, "/connections/servicenetworking-googleapis-com", 2, http.StatusBadRequest, "failedPrecondition")
+	mark := len(cloud.Calls())
+	_, err := d.Network.Delete(ctx, dspipe.NetworkParams{JobID: jobID, Engine: ds.EnginePostgres})
+	if err == nil || fault.ClassOf(err) != job.ClassTransient {
+		for _, c := range cloud.Calls()[mark:] {
+			t.Log(c)
+		}
+		t.Fatalf("a held connection: %v; want transient", err)
+	}
+	until(t, ctx, "delete the network", func() (bool, error) {
+		return d.Network.Delete(ctx, dspipe.NetworkParams{JobID: jobID, Engine: ds.EnginePostgres})
+	})
+	if left, _ := observe(cloud)(ctx); len(left) != 0 {
+		t.Fatalf("left after teardown: %v", left)
+	}
+}

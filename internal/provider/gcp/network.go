@@ -574,16 +574,30 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 		// here (it takes seconds to a minute). It fails while a producer service still has
 		// an address in the range.
 		conn := d.connection(svc, j, consumer)
-		poll := conn.Poll
+		// A refusal (400) means a producer still has an address in the range.
+		inUse := func(err error) error {
+			var ge *googleapi.Error
+			switch {
+			case !errors.As(err, &ge) || ge.Code != http.StatusBadRequest:
+				return err
+			case j.Family == job.FamilyDatastore:
+				// The datastore's own instance, the connection's only producer, was deleted
+				// by the step before; Google releases the connection some minutes after
+				// the instance is gone, so this passes on its own.
+				return fault.Transient(fmt.Errorf("private services access of %s is still held after its instance was deleted: %w", own.ID(), err))
+			}
+			return fault.UserAction(fmt.Errorf("private services access of %s: %w", own.ID(), err), "NetworkInUseByServices",
+				"Cloud SQL or Memorystore instances still use the network's private services access; delete them (or the datastore jobs on this network) first, then retry.",
+				d.C.ConsoleURL("networking/peering/list"))
+		}
+		poll, del := conn.Poll, conn.Delete
 		conn.Poll = func(ctx context.Context, op string) (bool, error, error) {
 			done, failed, err := poll(ctx, op)
-			var ge *googleapi.Error
-			if errors.As(failed, &ge) && ge.Code == http.StatusBadRequest {
-				failed = fault.UserAction(fmt.Errorf("private services access of %s: %w", own.ID(), failed), "NetworkInUseByServices",
-					"Cloud SQL or Memorystore instances still use the network's private services access; delete them (or the datastore jobs on this network) first, then retry.",
-					d.C.ConsoleURL("networking/peering/list"))
-			}
-			return done, failed, err
+			return done, inUse(failed), err
+		}
+		conn.Delete = func(ctx context.Context) (string, error) {
+			op, err := del(ctx)
+			return op, inUse(err)
 		}
 		if err := d.C.await(ctx, "deleting the private services access connection of "+own.ID(), func() (bool, error) {
 			return d.C.remove(ctx, ops, "delete connection", conn)
