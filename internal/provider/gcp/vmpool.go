@@ -407,7 +407,10 @@ func (d VMPoolDriver) EnsureVMs(ctx context.Context, j *job.Job, c vmpool.Config
 		return nil, err
 	}
 	if c.Mode == "asg" {
-		if _, err := d.ensureAll(ctx, d.mig(s, j, c, lt.ID)...); err != nil {
+		// The pool is not made until its autoscaler is: no VMs yet keeps the step waiting
+		// for it, however soon the group's own instances are ready.
+		done, err := d.ensureAll(ctx, d.mig(s, j, c, lt.ID)...)
+		if err != nil || !done {
 			return nil, err
 		}
 		return d.migVMs(ctx, s, j)
