@@ -13,10 +13,17 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/pipeline/dnszone"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
+	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/plan"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // runMarked runs every step's Do, then every Undo in reverse, each until it is done, and
@@ -67,19 +74,64 @@ func runMarked(ctx context.Context, t *testing.T, cloud *gcpfake.Cloud, j *job.J
 // custom role grants them all and nothing else.
 func TestPlanListsEveryPermissionAPipelineCalls(t *testing.T) {
 	t.Parallel()
+	type build func(t *testing.T, c *Client, j *job.Job) pipeline.Pipeline
+	netw := func(_ *testing.T, c *Client, _ *job.Job) pipeline.Pipeline {
+		return network.New(func(context.Context, *job.Job) (network.Driver, error) { return NetworkDriver{C: c}, nil }, time.Millisecond)
+	}
+	// Without the account's Secret Manager the password stays in the server's own store.
+	ds := func(t *testing.T, c *Client, j *job.Job) pipeline.Pipeline {
+		var store secrets.SecretStore
+		if c.SecretManager {
+			store = secretStore(t, c, j)
+		} else {
+			local, err := secrets.OpenLocal(t.TempDir(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			store = local
+		}
+		return dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{Name: datastoreWith(c, j.Config)}, Secrets: secretstest.Vault(store), Poll: time.Millisecond})
+	}
+	k8s := func(_ *testing.T, c *Client, _ *job.Job) pipeline.Pipeline {
+		return kubernetes.New(func(context.Context, *job.Job) (kubernetes.Driver, error) { return KubernetesDriver{C: c}, nil }, nil, time.Millisecond)
+	}
+	vms := func(_ *testing.T, c *Client, _ *job.Job) pipeline.Pipeline {
+		return vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return VMPoolDriver{C: c}, nil }, time.Millisecond)
+	}
 	cases := []struct {
 		name   string
 		family job.Family
 		config string
-		build  func(c *Client) pipeline.Pipeline
+		// secretManager opens the account with its Secret Manager.
+		secretManager bool
+		build         build
 	}{
-		{"registry", job.FamilyRegistry, `{"name":"team/api"}`, func(c *Client) pipeline.Pipeline {
+		{"registry", job.FamilyRegistry, `{"name":"team/api"}`, false, func(_ *testing.T, c *Client, _ *job.Job) pipeline.Pipeline {
 			return registry.New(func(context.Context, *job.Job) (registry.Driver, error) { return RegistryDriver{C: c}, nil })
 		}},
-		{"dns_zone", job.FamilyDNSZone, `{"domain":"svc.example.org","records":[{"name":"api.svc.example.org","type":"A","values":["10.0.0.5"]},{"name":"www.svc.example.org","type":"CNAME","values":["api.svc.example.org"]}]}`,
-			func(c *Client) pipeline.Pipeline {
+		{"dns_zone", job.FamilyDNSZone, `{"domain":"svc.example.org","records":[{"name":"api.svc.example.org","type":"A","values":["10.0.0.5"]},{"name":"www.svc.example.org","type":"CNAME","values":["api.svc.example.org"]}]}`, false,
+			func(_ *testing.T, c *Client, _ *job.Job) pipeline.Pipeline {
 				return dnszone.New(func(context.Context, *job.Job) (dnszone.Driver, error) { return DNSZoneDriver{C: c}, nil })
 			}},
+		{"network", job.FamilyNetwork, `{"cidr":"10.20.0.0/16"}`, false, netw},
+		{"network without NAT", job.FamilyNetwork, `{"cidr":"10.21.0.0/16","noNAT":true}`, false, netw},
+		{"network with peering", job.FamilyNetwork, `{"cidr":"10.22.0.0/16","noNAT":true,"peering":{"peerVPCID":"$peer"}}`, false, netw},
+		{"network adopted", job.FamilyNetwork, `{"vpcID":"$peer"}`, false, netw},
+		{"datastore postgres", job.FamilyDatastore, `{"engine":"postgres","name":"orders","instanceClass":"db-custom-2-7680","allocatedStorageGB":50,"multiAZ":true}`, false, ds},
+		{"datastore mysql", job.FamilyDatastore, `{"engine":"mysql","name":"shop","allocatedStorageGB":20}`, false, ds},
+		{"datastore redis", job.FamilyDatastore, `{"engine":"redis","name":"sessions"}`, false, ds},
+		{"datastore postgres in a network", job.FamilyDatastore, `{"engine":"postgres","name":"orders","vpcID":"$peer"}`, false, ds},
+		{"datastore postgres in Secret Manager", job.FamilyDatastore, `{"engine":"postgres","name":"orders"}`, true, ds},
+		{"datastore mysql in Secret Manager", job.FamilyDatastore, `{"engine":"mysql","name":"shop"}`, true, ds},
+		{"datastore redis in Secret Manager", job.FamilyDatastore, `{"engine":"redis","name":"sessions"}`, true, ds},
+		{"kubernetes", job.FamilyKubernetes, `{"name":"plat","version":"1.33","nodeGroups":[{"name":"system","instanceType":"e2-standard-4","min":1,"max":3},{"name":"workers","instanceType":"g2-standard-8","min":0,"max":4}]}`, false, k8s},
+		{"kubernetes private", job.FamilyKubernetes, `{"name":"priv","privateCluster":true,"nodeGroups":[{"name":"system","instanceType":"e2-standard-4","min":1,"max":2}]}`, false, k8s},
+		{"kubernetes in a network", job.FamilyKubernetes, `{"name":"adopt","vpcID":"$peer","nodeGroups":[{"name":"system","instanceType":"e2-standard-4","min":1,"max":2}]}`, false, k8s},
+		{"vm_pool fixed", job.FamilyVMPool, `{"name":"web","instanceType":"e2-small","min":2,"max":2}`, false, vms},
+		{"vm_pool asg", job.FamilyVMPool, `{"name":"web","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2}`, false, vms},
+		{"vm_pool fixed with load balancer", job.FamilyVMPool, `{"name":"web","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"domain":"web.svc.example.org","zoneID":"$zone"}`, false, vms},
+		{"vm_pool asg with load balancer", job.FamilyVMPool, `{"name":"web","instanceType":"e2-small","mode":"asg","min":1,"max":2,"createLoadBalancer":true,"listenerPorts":[80,443]}`, false, vms},
+		{"vm_pool in a network", job.FamilyVMPool, `{"name":"web","instanceType":"e2-small","min":1,"max":1,"vpcID":"$peer"}`, false, vms},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,18 +139,40 @@ func TestPlanListsEveryPermissionAPipelineCalls(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			c, cloud := testClient(t)
+			if tc.secretManager {
+				c, cloud = secretClient(t)
+			}
+			// What the job refers to is made outside it, before the steps' permissions are noted.
+			if strings.Contains(tc.config, "$peer") {
+				peer := networkJob(t, "job_peer", network.Config{CIDR: "10.99.0.0/16", NoNAT: true})
+				n := ensureReady(t, NetworkDriver{C: c}, peer, network.Config{CIDR: "10.99.0.0/16", NoNAT: true})
+				tc.config = strings.ReplaceAll(tc.config, "$peer", n.VPCID)
+			}
+			if strings.Contains(tc.config, "$zone") {
+				zj := &job.Job{ID: "job_zone", OrgID: "org_plan", SpaceID: "spc_plan", Provider: Name, Family: job.FamilyDNSZone}
+				var z dnszone.Zone
+				until(t, ctx, "zone", func() (done bool, err error) {
+					z, err = DNSZoneDriver{C: c}.EnsureZone(ctx, zj, dnszone.Config{Name: "svc.example.org"})
+					return err == nil, err
+				})
+				tc.config = strings.ReplaceAll(tc.config, "$zone", z.ID)
+			}
 			j := &job.Job{ID: "job_" + strings.NewReplacer(" ", "", "_", "").Replace(tc.name), OrgID: "org_plan", SpaceID: "spc_plan",
 				Kind: job.KindProvisioning, Family: tc.family, Provider: Name, Mode: job.ModeCreate, Config: json.RawMessage(tc.config), Infra: json.RawMessage(`{}`)}
-			pl := tc.build(c)
+			pl := tc.build(t, c, j)
 			if err := pl.Validate(ctx, j); err != nil {
 				t.Fatal(err)
 			}
 			steps := pl.Steps(j)
+			mark := cloud.Mark()
 			seen := runMarked(ctx, t, cloud, j, steps)
-			if len(cloud.PermissionsSince(0)) == 0 {
+			if len(cloud.PermissionsSince(mark)) == 0 {
 				t.Fatal("the cloud noted no permission: it is not wired")
 			}
-			src := (&Module{}).PlanSource()
+			// The plan reads the account's secretManager from the module's records.
+			acc := &store.CloudAccount{ID: "acc_plan", OrgID: j.OrgID, Provider: Name, Config: json.RawMessage(fmt.Sprintf(`{"secretManager":%v}`, tc.secretManager))}
+			sp := &store.Space{ID: j.SpaceID, OrgID: j.OrgID, Provider: Name, CloudAccountID: acc.ID}
+			src := NewModule(ModuleOptions{Records: records{spaces: map[string]*store.Space{sp.ID: sp}, accounts: map[string]*store.CloudAccount{acc.ID: acc}}}).PlanSource()
 			if !src.Knows(j) {
 				t.Fatalf("the plan source does not know %s jobs", j.Family)
 			}
@@ -131,7 +205,7 @@ func TestPlanListsEveryPermissionAPipelineCalls(t *testing.T) {
 			if err := json.Unmarshal(pol.Document, &role); err != nil || pol.Format != plan.FormatGCP {
 				t.Fatalf("policy %s %s: %v", pol.Format, pol.Document, err)
 			}
-			for _, pm := range cloud.PermissionsSince(0) {
+			for _, pm := range cloud.PermissionsSince(mark) {
 				if !slices.Contains(role.IncludedPermissions, pm) {
 					t.Errorf("the custom role does not include %s", pm)
 				}
