@@ -107,8 +107,9 @@ func StepPlan(j *job.Job, step string, acc PlanAccount) plan.Step {
 		switch step {
 		case network.StepNetwork:
 			if c.VPCID != "" {
+				// The network names its subnetworks: reading it is all adopting it takes.
 				adopt("google_compute_network", c.VPCID)
-				ops = append(ops, "compute.networks.get", "compute.subnetworks.get")
+				ops = append(ops, "compute.networks.get")
 				break
 			}
 			res, ops = ownNetwork(j, res, ops, !c.NoNAT)
@@ -283,7 +284,7 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 	case vmpool.StepNetwork:
 		if c.VPCID != "" {
 			res = append(res, plan.Resource{Type: "google_compute_network", Action: plan.ActionAdopt, Name: c.VPCID})
-			ops = append(ops, "compute.networks.get", "compute.subnetworks.get")
+			ops = append(ops, "compute.networks.get")
 			break
 		}
 		// The pool's network has Cloud NAT, the VMs' way out, and no private services

@@ -224,3 +224,154 @@ func TestPolicyRefusesWhatIsNotAPermission(t *testing.T) {
 		t.Fatal("an Azure action made it into a GCP custom role")
 	}
 }
+
+// What a step lists follows the job's config and account: a router's only with NAT, the
+// peering's only with a peering, Secret Manager's only on an account that keeps passwords
+// there, node pool changes only on a cluster already made, the load balancer's parts only
+// with a load balancer and each listener's only with its port, a self-signed certificate
+// only without a domain, the DNS record only with a domain and zone.
+func TestStepPlanFollowsTheConfig(t *testing.T) {
+	t.Parallel()
+	sm := PlanAccount{SecretManager: true}
+	router, addPeering := "compute.routers.create", "compute.networks.addPeering"
+	for _, tc := range []struct {
+		family       job.Family
+		config       string
+		infra        string
+		acc          PlanAccount
+		step         string
+		has, hasNo   []string
+		types, typNo []string
+	}{
+		{family: job.FamilyNetwork, config: `{"cidr":"10.0.0.0/16"}`, step: network.StepNetwork,
+			has: []string{router, "compute.networks.create", "servicenetworking.services.addPeering", "compute.globalAddresses.createInternal"},
+			types: []string{"google_compute_router_nat", "google_service_networking_connection"}},
+		{family: job.FamilyNetwork, config: `{"noNAT":true}`, step: network.StepNetwork,
+			has: []string{"compute.networks.create", "compute.routers.get"}, hasNo: []string{router}, typNo: []string{"google_compute_router"}},
+		{family: job.FamilyNetwork, config: `{"vpcID":"projects/p/global/networks/n"}`, step: network.StepNetwork,
+			has: []string{"compute.networks.get"}, hasNo: []string{"compute.networks.create", router, "servicenetworking.services.addPeering"}},
+		{family: job.FamilyNetwork, config: `{}`, step: network.StepPeering, has: []string{"compute.networks.get"},
+			hasNo: []string{addPeering, "compute.networks.removePeering"}},
+		{family: job.FamilyNetwork, config: `{"peering":{"peerVPCID":"projects/p/global/networks/n"}}`, step: network.StepPeering,
+			has: []string{addPeering, "compute.networks.removePeering"}, types: []string{"google_compute_network_peering"}},
+
+		{family: job.FamilyDatastore, config: `{"engine":"postgres"}`, step: dspipe.StepCredentials, hasNo: []string{"secretmanager.secrets.create"}},
+		{family: job.FamilyDatastore, config: `{"engine":"postgres"}`, acc: sm, step: dspipe.StepCredentials,
+			has: []string{"secretmanager.secrets.create", "secretmanager.versions.add"}, types: []string{"google_secret_manager_secret"}},
+		{family: job.FamilyDatastore, config: `{"engine":"mysql"}`, step: dspipe.StepCreateServer,
+			has: []string{"cloudsql.instances.create"}, hasNo: []string{"redis.instances.create", "secretmanager.versions.access"},
+			types: []string{"google_sql_database_instance"}},
+		{family: job.FamilyDatastore, config: `{"engine":"redis"}`, acc: sm, step: dspipe.StepCreateServer,
+			has: []string{"redis.instances.create", "secretmanager.versions.access"}, hasNo: []string{"cloudsql.instances.create"},
+			types: []string{"google_redis_instance"}},
+		{family: job.FamilyDatastore, config: `{"engine":"redis"}`, step: dspipe.StepWaitReady,
+			has: []string{"redis.instances.getAuthString"}, hasNo: []string{"secretmanager.versions.add"}},
+		{family: job.FamilyDatastore, config: `{"engine":"redis"}`, acc: sm, step: dspipe.StepWaitReady,
+			has: []string{"redis.instances.getAuthString", "secretmanager.versions.add"}},
+		{family: job.FamilyDatastore, config: `{"engine":"postgres","vpcID":"projects/p/global/networks/n"}`, step: dspipe.StepNetwork,
+			has: []string{"compute.networks.get"}, hasNo: []string{"compute.networks.create", "compute.globalAddresses.create"}},
+		{family: job.FamilyDatastore, config: `{"engine":"postgres"}`, step: dspipe.StepNetwork,
+			has: []string{"compute.networks.create", "compute.globalAddresses.create"}},
+
+		{family: job.FamilyKubernetes, config: `{"name":"k","nodeGroups":[{"name":"system"}]}`, step: kubernetes.StepCluster,
+			has: []string{"container.clusters.create", "iam.serviceAccounts.actAs"}, hasNo: []string{"container.clusters.update"},
+			types: []string{"google_container_cluster", "google_container_node_pool"}},
+		{family: job.FamilyKubernetes, config: `{"name":"k","nodeGroups":[{"name":"system"}]}`, infra: `{"cluster":{"name":"k"}}`, step: kubernetes.StepCluster,
+			has: []string{"container.clusters.update"}},
+		{family: job.FamilyKubernetes, config: `{"name":"k","vpcID":"projects/p/global/networks/n"}`, step: kubernetes.StepNetwork,
+			has: []string{"compute.subnetworks.list"}, hasNo: []string{"compute.networks.create"}},
+
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1}`, step: vmpool.StepVMs,
+			has: []string{"compute.instances.create", "compute.subnetworks.use", "iam.serviceAccounts.actAs", "compute.instances.getGuestAttributes"},
+			hasNo: []string{"compute.instanceGroupManagers.create", "compute.autoscalers.create"}, typNo: []string{"google_compute_region_instance_group_manager"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","mode":"asg","min":1,"max":3}`, step: vmpool.StepVMs,
+			has: []string{"compute.instanceGroupManagers.create", "compute.autoscalers.create", "iam.serviceAccounts.actAs"},
+			hasNo: []string{"compute.instances.create"}, types: []string{"google_compute_region_instance_group_manager"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1}`, step: vmpool.StepNetwork,
+			has: []string{router}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"vpcID":"projects/p/global/networks/n"}`, step: vmpool.StepNetwork,
+			has: []string{"compute.networks.get"}, hasNo: []string{router, "compute.networks.create"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true}`, step: vmpool.StepTargetGroup,
+			has: []string{"compute.instanceGroups.create", "compute.instanceGroups.update", "compute.healthChecks.useReadOnly"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","mode":"asg","min":1,"max":2,"createLoadBalancer":true}`, step: vmpool.StepTargetGroup,
+			has: []string{"compute.backendServices.create"}, hasNo: []string{"compute.instanceGroups.create"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80]}`, step: vmpool.StepListeners,
+			has: []string{"compute.targetHttpProxies.create", "compute.globalForwardingRules.create", "compute.globalAddresses.use"},
+			hasNo: []string{"compute.targetHttpsProxies.create", "compute.sslCertificates.create"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true}`, step: vmpool.StepListeners,
+			has: []string{"compute.targetHttpsProxies.create", "compute.sslCertificates.create"}, types: []string{"google_compute_ssl_certificate"},
+			typNo: []string{"google_compute_managed_ssl_certificate"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"domain":"a.example.org"}`, step: vmpool.StepListeners,
+			types: []string{"google_compute_managed_ssl_certificate"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[443],"certificateARN":"mine"}`, step: vmpool.StepListeners,
+			has: []string{"compute.sslCertificates.get"}, hasNo: []string{"compute.sslCertificates.create"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"domain":"a.example.org","zoneID":"projects/p/managedZones/z"}`,
+			step: vmpool.StepDNSRecord, has: []string{"dns.resourceRecordSets.create"}, types: []string{"google_dns_record_set"}},
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true}`, step: vmpool.StepDNSRecord,
+			hasNo: []string{"dns.resourceRecordSets.create"}},
+	} {
+		j := &job.Job{ID: "job_cfg", Family: tc.family, Provider: Name, Mode: job.ModeCreate, Config: json.RawMessage(tc.config), Infra: json.RawMessage(tc.infra)}
+		s := StepPlan(j, tc.step, tc.acc)
+		var types []string
+		for _, r := range s.Resources {
+			types = append(types, r.Type)
+		}
+		what := fmt.Sprintf("%s %s %s (secret manager %v)", tc.family, tc.config, tc.step, tc.acc.SecretManager)
+		for _, a := range tc.has {
+			if !slices.Contains(s.Operations, a) {
+				t.Errorf("%s: %s not listed in %v", what, a, s.Operations)
+			}
+		}
+		for _, a := range tc.hasNo {
+			if slices.Contains(s.Operations, a) {
+				t.Errorf("%s: %s listed", what, a)
+			}
+		}
+		for _, typ := range tc.types {
+			if !slices.Contains(types, typ) {
+				t.Errorf("%s: no %s in %v", what, typ, types)
+			}
+		}
+		for _, typ := range tc.typNo {
+			if slices.Contains(types, typ) {
+				t.Errorf("%s: %s planned", what, typ)
+			}
+		}
+	}
+	// Adopting a datastore calls no cloud, whatever the account.
+	adopted := &job.Job{ID: "job_ad", Family: job.FamilyDatastore, Provider: Name, Mode: job.ModeAdopt, Config: json.RawMessage(`{"engine":"postgres","host":"db.example.org"}`)}
+	for _, step := range []string{dspipe.StepNetwork, dspipe.StepCredentials, dspipe.StepCreateServer, dspipe.StepWaitReady, dspipe.StepRegister} {
+		s := StepPlan(adopted, step, sm)
+		if len(s.Operations) != 0 {
+			t.Errorf("adopted datastore step %s calls %v", step, s.Operations)
+		}
+		if step == dspipe.StepCreateServer && (len(s.Resources) != 1 || s.Resources[0].Action != plan.ActionAdopt || s.Resources[0].Name != "db.example.org") {
+			t.Errorf("adopted datastore step %s = %+v", step, s)
+		}
+	}
+}
+
+// A plan source without records plans for an account without Secret Manager, and one whose
+// space is gone says so rather than guessing.
+func TestPlanSourceReadsTheAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	j := &job.Job{ID: "job_acc", OrgID: "org_1", SpaceID: "spc_1", Family: job.FamilyDatastore, Provider: Name, Mode: job.ModeCreate,
+		Config: json.RawMessage(`{"engine":"postgres"}`)}
+	steps, err := (&Module{}).PlanSource().Steps(ctx, j, []string{dspipe.StepCredentials})
+	if err != nil || len(steps[0].Operations) != 0 {
+		t.Fatalf("without records: %+v, %v", steps, err)
+	}
+	acc := &store.CloudAccount{ID: "acc_1", OrgID: "org_1", Provider: Name, Config: json.RawMessage(`{"projectID":"p","secretManager":true}`)}
+	sp := &store.Space{ID: "spc_1", OrgID: "org_1", Provider: Name, CloudAccountID: acc.ID}
+	src := NewModule(ModuleOptions{Records: records{spaces: map[string]*store.Space{sp.ID: sp}, accounts: map[string]*store.CloudAccount{acc.ID: acc}}}).PlanSource()
+	steps, err = src.Steps(ctx, j, []string{dspipe.StepCredentials})
+	if err != nil || !slices.Contains(steps[0].Operations, "secretmanager.secrets.create") {
+		t.Fatalf("with an account that keeps secrets in Secret Manager: %+v, %v", steps, err)
+	}
+	gone := *j
+	gone.SpaceID = "spc_gone"
+	if _, err := src.Steps(ctx, &gone, []string{dspipe.StepCredentials}); fault.ClassOf(err) != job.ClassUserAction {
+		t.Fatalf("space gone: %v, want user_action", err)
+	}
+}
