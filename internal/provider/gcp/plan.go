@@ -298,39 +298,39 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 		create("google_compute_firewall", name(j, rolePoolHC), 2)
 		create("google_compute_instance_template", name(j, roleTemplate), 1)
 		ops = append(append(ops, firewallOps...), crud("compute.instanceTemplates")...)
-		ops = append(ops, "compute.globalOperations.get")
 	case vmpool.StepVMs:
-		// The teardown looks for both kinds of pool.
-		ops = append(ops, "compute.instances.get", "compute.instances.delete", "compute.instances.getGuestAttributes",
-			"compute.instanceGroupManagers.get", "compute.instanceGroupManagers.delete", "compute.autoscalers.get", "compute.autoscalers.delete",
-			"compute.instanceTemplates.useReadOnly", "iam.serviceAccounts.actAs", "compute.zoneOperations.get", "compute.regionOperations.get")
+		// The teardown looks for both kinds of pool. (This family's calls wait for what they
+		// start by reading it, not its operation.)
+		ops = append(ops, "compute.instances.get", "compute.instances.getGuestAttributes", "compute.instanceGroupManagers.get",
+			"compute.autoscalers.get", "compute.instanceTemplates.useReadOnly", "iam.serviceAccounts.actAs")
 		if asg {
 			create("google_compute_region_instance_group_manager", name(j, roleMIG), 1)
 			create("google_compute_region_autoscaler", name(j, roleMIG), 1)
-			ops = append(ops, "compute.instanceGroupManagers.create", "compute.autoscalers.create")
+			ops = append(ops, "compute.instanceGroupManagers.create", "compute.instanceGroupManagers.delete",
+				"compute.autoscalers.create", "compute.autoscalers.delete")
 		} else {
 			create("google_compute_instance_from_template", name(j, roleVMs), int(c.Desired))
-			ops = append(ops, "compute.instances.create", "compute.disks.create", "compute.subnetworks.use",
+			ops = append(ops, "compute.instances.create", "compute.instances.delete", "compute.disks.create", "compute.subnetworks.use",
 				"compute.instances.setMetadata", "compute.instances.setTags", "compute.instances.setServiceAccount")
 		}
 	case vmpool.StepLoadBalancer:
 		create("google_compute_global_address", name(j, roleLBIP), 1)
-		ops = append(append(ops, crud("compute.globalAddresses")...), "compute.globalOperations.get")
+		ops = append(ops, crud("compute.globalAddresses")...)
 	case vmpool.StepTargetGroup:
 		create("google_compute_health_check", name(j, roleHealth), 1)
 		create("google_compute_backend_service", name(j, roleBackend), 1)
 		ops = append(append(ops, crud("compute.healthChecks", "compute.backendServices")...), "compute.backendServices.update",
-			"compute.healthChecks.useReadOnly", "compute.instanceGroups.use", "compute.globalOperations.get")
+			"compute.healthChecks.useReadOnly", "compute.instanceGroups.use")
 		if !asg {
 			// A fixed pool's instances are put in an unmanaged instance group, the
 			// backend service's backend.
 			create("google_compute_instance_group", name(j, roleGroup), 1)
 			ops = append(append(ops, crud("compute.instanceGroups")...), "compute.instanceGroups.update", "compute.instances.get",
-				"compute.instances.use", "compute.zoneOperations.get")
+				"compute.instances.use")
 		}
 	case vmpool.StepListeners:
 		create("google_compute_url_map", name(j, roleURLMap), 1)
-		ops = append(append(ops, crud("compute.urlMaps")...), "compute.backendServices.use", "compute.globalOperations.get")
+		ops = append(append(ops, crud("compute.urlMaps")...), "compute.backendServices.use")
 		rules := 0
 		if hasPort(c.ListenerPorts, 80) {
 			rules++

@@ -244,7 +244,7 @@ func TestStepPlanFollowsTheConfig(t *testing.T) {
 		types, typNo []string
 	}{
 		{family: job.FamilyNetwork, config: `{"cidr":"10.0.0.0/16"}`, step: network.StepNetwork,
-			has: []string{router, "compute.networks.create", "servicenetworking.services.addPeering", "compute.globalAddresses.createInternal"},
+			has:   []string{router, "compute.networks.create", "servicenetworking.services.addPeering", "compute.globalAddresses.createInternal"},
 			types: []string{"google_compute_router_nat", "google_service_networking_connection"}},
 		{family: job.FamilyNetwork, config: `{"noNAT":true}`, step: network.StepNetwork,
 			has: []string{"compute.networks.create", "compute.routers.get"}, hasNo: []string{router}, typNo: []string{"google_compute_router"}},
@@ -282,10 +282,10 @@ func TestStepPlanFollowsTheConfig(t *testing.T) {
 			has: []string{"compute.subnetworks.list"}, hasNo: []string{"compute.networks.create"}},
 
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1}`, step: vmpool.StepVMs,
-			has: []string{"compute.instances.create", "compute.subnetworks.use", "iam.serviceAccounts.actAs", "compute.instances.getGuestAttributes"},
+			has:   []string{"compute.instances.create", "compute.subnetworks.use", "iam.serviceAccounts.actAs", "compute.instances.getGuestAttributes"},
 			hasNo: []string{"compute.instanceGroupManagers.create", "compute.autoscalers.create"}, typNo: []string{"google_compute_region_instance_group_manager"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","mode":"asg","min":1,"max":3}`, step: vmpool.StepVMs,
-			has: []string{"compute.instanceGroupManagers.create", "compute.autoscalers.create", "iam.serviceAccounts.actAs"},
+			has:   []string{"compute.instanceGroupManagers.create", "compute.autoscalers.create", "iam.serviceAccounts.actAs"},
 			hasNo: []string{"compute.instances.create"}, types: []string{"google_compute_region_instance_group_manager"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1}`, step: vmpool.StepNetwork,
 			has: []string{router}},
@@ -296,7 +296,7 @@ func TestStepPlanFollowsTheConfig(t *testing.T) {
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","mode":"asg","min":1,"max":2,"createLoadBalancer":true}`, step: vmpool.StepTargetGroup,
 			has: []string{"compute.backendServices.create"}, hasNo: []string{"compute.instanceGroups.create"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80]}`, step: vmpool.StepListeners,
-			has: []string{"compute.targetHttpProxies.create", "compute.globalForwardingRules.create", "compute.globalAddresses.use"},
+			has:   []string{"compute.targetHttpProxies.create", "compute.globalForwardingRules.create", "compute.globalAddresses.use"},
 			hasNo: []string{"compute.targetHttpsProxies.create", "compute.sslCertificates.create"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true}`, step: vmpool.StepListeners,
 			has: []string{"compute.targetHttpsProxies.create", "compute.sslCertificates.create"}, types: []string{"google_compute_ssl_certificate"},
