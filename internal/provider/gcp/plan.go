@@ -59,10 +59,6 @@ var psaRangeOps = append(crud("compute.globalAddresses"), "compute.globalAddress
 // iamOps make a service account and bind its roles in the project's policy, and undo both.
 var iamOps = append(crud("iam.serviceAccounts"), "resourcemanager.projects.getIamPolicy", "resourcemanager.projects.setIamPolicy")
 
-// secretOps are Secret Manager's for a datastore's admin password: the credentials step
-// makes the secret and its version, the later steps read it.
-var secretOps = append(crud("secretmanager.secrets"), "secretmanager.versions.add", "secretmanager.versions.access")
-
 // PlanAccount is what a plan needs to know of the job's space's account.
 type PlanAccount struct {
 	// SecretManager: the account keeps datastore passwords in the project's Secret Manager.
