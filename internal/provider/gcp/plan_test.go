@@ -375,3 +375,40 @@ func TestPlanSourceReadsTheAccount(t *testing.T) {
 		t.Fatalf("space gone: %v, want user_action", err)
 	}
 }
+
+// A kubernetes job run again with other node groups on the cluster it made adds a pool and
+// changes another's bounds in place: its plan, made with the cluster in its infra, lists the
+// update those calls need, and a plan without the cluster does not.
+func TestPlanListsNodePoolChanges(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, cloud := testClient(t)
+	j := k8sJob("job_planpools", k8sConfig)
+	j.Infra = json.RawMessage(`{}`)
+	pl := kubernetes.New(func(context.Context, *job.Job) (kubernetes.Driver, error) { return KubernetesDriver{C: c}, nil }, nil, time.Millisecond)
+	steps := pl.Steps(j)
+	cluster := slices.IndexFunc(steps, func(s pipeline.Step) bool { return s.Name == kubernetes.StepCluster })
+	if fresh := StepPlan(j, kubernetes.StepCluster, PlanAccount{}); slices.Contains(fresh.Operations, "container.clusters.update") {
+		t.Fatal("a cluster not made yet is planned to be updated")
+	}
+	runSteps(ctx, t, j, steps[:cluster+1], false, nil)
+
+	cfg := k8sConfig
+	cfg.NodeGroups = []kubernetes.NodeGroup{{Name: "system", InstanceType: "e2-standard-4", Min: 2, Max: 6},
+		k8sConfig.NodeGroups[1], {Name: "batch", InstanceType: "c3-standard-4", Min: 0, Max: 10}}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Config = raw
+	again := StepPlan(j, kubernetes.StepCluster, PlanAccount{})
+	seen := runMarked(ctx, t, cloud, j, steps[cluster:cluster+1])
+	if !slices.Contains(seen[kubernetes.StepCluster], "container.clusters.update") {
+		t.Fatalf("the pools were changed without container.clusters.update: %v", seen)
+	}
+	for _, pm := range seen[kubernetes.StepCluster] {
+		if !slices.Contains(again.Operations, pm) {
+			t.Errorf("%s needed but not in the plan %v", pm, again.Operations)
+		}
+	}
+}
