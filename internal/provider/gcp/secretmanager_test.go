@@ -244,7 +244,6 @@ func TestDatastorePipelineKeepsPasswordsInSecretManager(t *testing.T) {
 	}
 }
 
-
 // The module's datastore driver finds each call's job, then opens the job's space's
 // account; a job that is gone is the user's to recreate.
 func TestModuleDatastoreDriverResolvesTheJob(t *testing.T) {
