@@ -326,7 +326,8 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 		}
 	case vmpool.StepListeners:
 		create("google_compute_url_map", name(j, roleURLMap), 1)
-		ops = append(append(ops, crud("compute.urlMaps")...), "compute.backendServices.use")
+		// The proxies use the URL map, which uses the backend service.
+		ops = append(append(ops, crud("compute.urlMaps")...), "compute.urlMaps.use", "compute.backendServices.use")
 		rules := 0
 		if hasPort(c.ListenerPorts, 80) {
 			rules++
