@@ -296,7 +296,7 @@ func TestStepPlanFollowsTheConfig(t *testing.T) {
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","mode":"asg","min":1,"max":2,"createLoadBalancer":true}`, step: vmpool.StepTargetGroup,
 			has: []string{"compute.backendServices.create"}, hasNo: []string{"compute.instanceGroups.create"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80]}`, step: vmpool.StepListeners,
-			has:   []string{"compute.targetHttpProxies.create", "compute.globalForwardingRules.create", "compute.globalAddresses.use"},
+			has:   []string{"compute.targetHttpProxies.create", "compute.urlMaps.use", "compute.globalForwardingRules.create", "compute.globalAddresses.use"},
 			hasNo: []string{"compute.targetHttpsProxies.create", "compute.sslCertificates.create"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true}`, step: vmpool.StepListeners,
 			has: []string{"compute.targetHttpsProxies.create", "compute.sslCertificates.create"}, types: []string{"google_compute_ssl_certificate"},
