@@ -31,6 +31,18 @@ var permissions = []permission{
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/global/networks/`+seg+`/addPeering`, "compute.networks.addPeering"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/global/networks/`+seg+`/removePeering`, "compute.networks.removePeering"),
 	p(HostCompute, http.MethodPatch, `/compute/v1/projects/`+seg+`/global/networks/`+seg, "compute.networks.update"),
+	// Custom verbs: each is checked as the permission its reference names.
+	p(HostCompute, http.MethodGet, `/compute/v1/projects/`+seg+`/zones/`+seg+`/instances/`+seg+`/getGuestAttributes`, "compute.instances.getGuestAttributes"),
+	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/instanceGroupManagers/`+seg+`/listManagedInstances`, "compute.instanceGroupManagers.get"),
+	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/instanceGroupManagers/`+seg+`/resize`, "compute.instanceGroupManagers.update"),
+	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/zones/`+seg+`/instanceGroups/`+seg+`/(addInstances|removeInstances)`, "compute.instanceGroups.update"),
+	// An autoscaler's patch names it in a query parameter, not the path.
+	p(HostCompute, http.MethodPatch, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/autoscalers`, "compute.autoscalers.update"),
+	// Global forwarding rules are a collection of their own in IAM.
+	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/global/forwardingRules`, "compute.globalForwardingRules.create"),
+	p(HostCompute, http.MethodGet, `/compute/v1/projects/`+seg+`/global/forwardingRules/`+seg, "compute.globalForwardingRules.get"),
+	p(HostCompute, http.MethodGet, `/compute/v1/projects/`+seg+`/global/forwardingRules`, "compute.globalForwardingRules.list"),
+	p(HostCompute, http.MethodDelete, `/compute/v1/projects/`+seg+`/global/forwardingRules/`+seg, "compute.globalForwardingRules.delete"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/global/addresses`, "compute.globalAddresses.create"),
 	p(HostCompute, http.MethodGet, `/compute/v1/projects/`+seg+`/global/addresses(/`+seg+`)?`, "compute.globalAddresses.get"),
 	p(HostCompute, http.MethodDelete, `/compute/v1/projects/`+seg+`/global/addresses/`+seg, "compute.globalAddresses.delete"),
@@ -91,7 +103,8 @@ var permissions = []permission{
 	p("servicenetworking.googleapis.com", http.MethodPost, `/v1/services/`+seg+`/connections`, "servicenetworking.services.addPeering"),
 	p("servicenetworking.googleapis.com", http.MethodGet, `/v1/services/`+seg+`/connections`, "servicenetworking.services.get"),
 	p("servicenetworking.googleapis.com", http.MethodPatch, `/v1/services/`+seg+`/connections/`+seg, "servicenetworking.services.addPeering"),
-	p("servicenetworking.googleapis.com", http.MethodPost, `/v1/services/`+seg+`/connections/`+seg+`:deleteConnection`, "servicenetworking.services.deleteConnection"),
+	// connections.deleteConnection is a POST on the connection's name, with no verb.
+	p("servicenetworking.googleapis.com", http.MethodPost, `/v1/services/`+seg+`/connections/`+seg, "servicenetworking.services.deleteConnection"),
 	p("servicenetworking.googleapis.com", http.MethodGet, `/v1/operations/`+seg, ""),
 
 	// Kubernetes Engine: node pools are the cluster's, so changing them is updating it.
@@ -102,6 +115,8 @@ var permissions = []permission{
 	p("container.googleapis.com", http.MethodPost, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools`, "container.clusters.update"),
 	p("container.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools(/`+seg+`)?`, "container.clusters.get"),
 	p("container.googleapis.com", http.MethodDelete, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools/`+seg, "container.clusters.update"),
+	p("container.googleapis.com", http.MethodPost, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools/`+seg+`:(setAutoscaling|setSize|setManagement|update)`, "container.clusters.update"),
+	p("container.googleapis.com", http.MethodPut, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools/`+seg, "container.clusters.update"),
 	p("container.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/locations/`+seg+`/operations/`+seg, "container.operations.get"),
 
 	// IAM and the project's policy.
@@ -109,6 +124,7 @@ var permissions = []permission{
 	p("iam.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/serviceAccounts`, "iam.serviceAccounts.list"),
 	p("iam.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/serviceAccounts/`+seg, "iam.serviceAccounts.get"),
 	p("iam.googleapis.com", http.MethodDelete, `/v1/projects/`+seg+`/serviceAccounts/`+seg, "iam.serviceAccounts.delete"),
+	p("cloudresourcemanager.googleapis.com", http.MethodGet, `/v3/projects/`+seg, "resourcemanager.projects.get"),
 	p("cloudresourcemanager.googleapis.com", http.MethodPost, `/v3/projects/`+seg+`:getIamPolicy`, "resourcemanager.projects.getIamPolicy"),
 	p("cloudresourcemanager.googleapis.com", http.MethodPost, `/v3/projects/`+seg+`:setIamPolicy`, "resourcemanager.projects.setIamPolicy"),
 }

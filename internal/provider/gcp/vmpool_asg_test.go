@@ -1,0 +1,44 @@
+package gcp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
+	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+)
+
+// An asg pool's VMs step is done only once the group has its autoscaler, with the pool's
+// bounds: the group's instances being ready before it is made does not end the step.
+func TestVMPoolASGStepMakesTheAutoscaler(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, cloud := testClient(t)
+	j := &job.Job{ID: "job_asgscaler", OrgID: "org_test", SpaceID: "spc_test", Kind: job.KindProvisioning, Family: job.FamilyVMPool,
+		Provider: Name, Mode: job.ModeCreate, Config: json.RawMessage(`{"name":"web","instanceType":"e2-small","mode":"asg","min":1,"max":3}`),
+		Infra: json.RawMessage(`{}`)}
+	pl := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return VMPoolDriver{C: c}, nil }, time.Millisecond)
+	if err := pl.Validate(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	all := pl.Steps(j)
+	steps := all[:slices.IndexFunc(all, func(s pipeline.Step) bool { return s.Name == vmpool.StepVMs })+1]
+	runSteps(ctx, t, j, steps, false, nil)
+	as, ok := cloud.Lookup(gcpfake.HostCompute, "projects/"+gcpfake.Project+"/regions/"+c.Region+"/autoscalers/"+name(j, roleMIG))
+	if !ok {
+		t.Fatal("the VMs step is done and the group has no autoscaler")
+	}
+	pol, _ := as.Body["autoscalingPolicy"].(map[string]any)
+	if pol["minNumReplicas"] != float64(1) || pol["maxNumReplicas"] != float64(3) {
+		t.Fatalf("autoscaling policy %v", pol)
+	}
+	runSteps(ctx, t, j, steps, true, nil)
+	if _, ok := cloud.Lookup(gcpfake.HostCompute, as.Name); ok {
+		t.Fatal("the autoscaler outlives the teardown")
+	}
+}
