@@ -3,6 +3,7 @@ package gcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -36,6 +37,22 @@ func TestVMPoolASGStepMakesTheAutoscaler(t *testing.T) {
 	pol, _ := as.Body["autoscalingPolicy"].(map[string]any)
 	if pol["minNumReplicas"] != float64(1) || pol["maxNumReplicas"] != float64(3) {
 		t.Fatalf("autoscaling policy %v", pol)
+	}
+	// A resize patches the autoscaler's bounds and the group's size in place.
+	if _, err := pl.Resize(ctx, j, 2, 5, 4); err != nil {
+		t.Fatal(err)
+	}
+	mig := "projects/" + gcpfake.Project + "/regions/" + c.Region + "/instanceGroupManagers/" + name(j, roleMIG)
+	until(t, ctx, "resize", func() (bool, error) {
+		cloud.Tick(gcpfake.HostCompute)
+		as, _ := cloud.Lookup(gcpfake.HostCompute, as.Name)
+		pol, _ := as.Body["autoscalingPolicy"].(map[string]any)
+		m, _ := cloud.Lookup(gcpfake.HostCompute, mig)
+		return pol["minNumReplicas"] == float64(2) && pol["maxNumReplicas"] == float64(5) && fmt.Sprint(m.Body["targetSize"]) == "4", nil
+	})
+	vms, err := (VMPoolDriver{C: c}).EnsureVMs(ctx, j, vmpool.Config{Mode: "asg"}, vmpool.Network{}, vmpool.LaunchTemplate{})
+	if err != nil || len(vms) != 4 {
+		t.Fatalf("after the resize the group has %d VMs (%v), want 4", len(vms), err)
 	}
 	runSteps(ctx, t, j, steps, true, nil)
 	if _, ok := cloud.Lookup(gcpfake.HostCompute, as.Name); ok {

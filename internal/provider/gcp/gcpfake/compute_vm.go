@@ -92,6 +92,11 @@ func registerComputeVMs(c *Cloud) {
 			return nil, nil
 		})
 	})
+	// An autoscaler's patch names it in the query (PATCH .../autoscalers?autoscaler=NAME).
+	c.Handle(HostCompute, "PATCH "+ComputePath("regions")+"autoscalers", func(w http.ResponseWriter, r *http.Request) {
+		r.SetPathValue("name", r.URL.Query().Get("autoscaler"))
+		c.computePatch(w, r, Autoscalers)
+	})
 	c.Handle(HostCompute, "POST "+ComputePath("zones")+"instanceGroups/{name}/addInstances", func(w http.ResponseWriter, r *http.Request) {
 		c.groupMembers(w, r, true)
 	})

@@ -110,3 +110,11 @@ func LRO(op Op, metadataType string) map[string]any {
 	}
 	return out
 }
+
+// Tick advances the unfinished operations of the service at host as one request to it would:
+// time passing, for a test that waits on an operation nobody polls.
+func (c *Cloud) Tick(host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick(host)
+}
