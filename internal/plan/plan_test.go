@@ -13,7 +13,7 @@ func TestReadOnlyGrants(t *testing.T) {
 	for op, want := range map[string]bool{
 		"ec2:DescribeVpcs": true, "ecr:ListImages": true, "iam:GetRole": true,
 		"secretsmanager:GetSecretValue": false, "ec2:CreateVpc": false, "ec2:DeleteVpc": false, "ec2:ModifyVpcAttribute": false,
-		"Describe": false,
+		"Describe":             false,
 		"compute.networks.get": true, "compute.networks.list": true, "compute.instances.getGuestAttributes": true,
 		"compute.networks.create": false, "resourcemanager.projects.setIamPolicy": false, "resourcemanager.projects.getIamPolicy": false,
 		"secretmanager.versions.access": false, "redis.instances.getAuthString": false, "compute.instanceGroupManagers.listManagedInstances": true,
