@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,39 +37,9 @@ const childToken = "gw_test_gcp_crash_0123456789abcdef"
 // cloud calls and before the engine records them. It reaches the parent's fake project
 // through the account's endpoints, as it would any GCP-compatible target.
 func serve() int {
-	crashAt := map[string]bool{}
-	for _, s := range strings.Split(os.Getenv(envCrashAt), ",") {
-		crashAt[s] = true
-	}
-	markers := os.Getenv(envMarkers)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	afterDo := func(ctx context.Context, j *job.Job, step string) {
-		// Hold every step until the test has made all its jobs, so that no crash cuts a
-		// request short and every job's first steps are still ahead.
-		for {
-			if _, err := os.Stat(filepath.Join(markers, "armed")); err == nil || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		// Count this step's calls on disk, so that the count survives the crashes.
-		counter := filepath.Join(markers, j.ID+"."+step+".calls")
-		b, _ := os.ReadFile(counter)
-		n, _ := strconv.Atoi(string(b))
-		n++
-		_ = os.WriteFile(counter, []byte(strconv.Itoa(n)), 0o644)
-		if !crashAt[fmt.Sprintf("%s#%d", step, n)] && !crashAt[fmt.Sprintf("*#%d", n)] {
-			return
-		}
-		f, err := os.Create(filepath.Join(markers, fmt.Sprintf("%s.%s.%d.crash", j.ID, step, n)))
-		if err == nil {
-			_ = f.Sync()
-			_ = f.Close()
-		}
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way; never return to the checkpoint
-	}
+	afterDo := childserver.CrashAfter(os.Getenv(envMarkers), os.Getenv(envCrashAt))
 	err := app.Run(ctx, app.Options{
 		Addr: os.Getenv(envAddr), DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,
 		PollInterval: 50 * time.Millisecond, ShutdownGrace: time.Second,
@@ -131,7 +100,7 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 		}
 		ids[name] = j.ID
 	}
-	if err := os.WriteFile(filepath.Join(markers, "armed"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(markers, childserver.Armed), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	restarts := 0
