@@ -27,24 +27,10 @@ func datastoreOn(c *Client) dspipe.Driver {
 	}}.Driver()
 }
 
-// until calls f until it reports done, failing the test on an error that is not transient
-// or at the deadline.
+// until calls f until it reports done (drivertest.Until).
 func until(t *testing.T, ctx context.Context, what string, f func() (bool, error)) {
 	t.Helper()
-	for {
-		done, err := f()
-		if err != nil && fault.ClassOf(err) != job.ClassTransient {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if err == nil && done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: not done before the deadline (last error %v)", what, err)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	drivertest.Until(ctx, t, what, f)
 }
 
 // The datastore lifecycle the conformance suite checks (drivertest.Datastore), with a

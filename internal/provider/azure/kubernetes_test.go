@@ -22,6 +22,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -90,41 +91,10 @@ func TestClusterRefusedUnregisteredNamesTheCommand(t *testing.T) {
 	}
 }
 
-// runSteps runs the kubernetes pipeline's steps as the engine does: each Do (or, for undo,
-// each Undo in reverse) until it is not waiting, merging its infra into the job's. seen gets
-// every infra document a waiting step left.
+// runSteps runs steps as the engine does (drivertest.RunSteps).
 func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo bool, seen func(json.RawMessage)) {
 	t.Helper()
-	for i := range steps {
-		s := steps[i]
-		fn := s.Do
-		if undo {
-			s = steps[len(steps)-1-i]
-			fn = s.Undo
-		}
-		if fn == nil {
-			continue
-		}
-		for attempt := 1; ; attempt++ {
-			if attempt > 200 {
-				t.Fatalf("step %s (undo=%v) still waiting", s.Name, undo)
-			}
-			res, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: attempt})
-			if err != nil {
-				if fault.ClassOf(err) == job.ClassTransient {
-					continue
-				}
-				t.Fatalf("step %s (undo=%v): %v", s.Name, undo, err)
-			}
-			if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
-				t.Fatal(err)
-			}
-			if res.Outcome != pipeline.OutcomeWait {
-				break
-			}
-			seen(j.Infra)
-		}
-	}
+	drivertest.RunSteps(ctx, t, j, steps, undo, seen)
 }
 
 // The kubernetes pipeline on the Azure driver makes an AKS cluster as asked, records the

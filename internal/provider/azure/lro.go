@@ -2,7 +2,6 @@ package azure
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -10,30 +9,14 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/provider"
 )
 
-// Ops are a step's long-running operations in flight: the SDK's resume token per resource
-// and verb ("create vnet", "delete nat"). A driver returns them in its result so that the
-// engine records them with the step; the next call reads them back from the job and polls
-// the same operation instead of starting another, in this process or a restarted one.
-type Ops map[string]string
+// Ops are a step's long-running operations in flight (provider.Ops).
+type Ops = provider.Ops
 
-// opsOf reads the operations recorded under infra key (a driver result with Data.ops).
-func opsOf(j *job.Job, key string) Ops {
-	var infra map[string]struct {
-		Data struct {
-			Ops Ops `json:"ops"`
-		} `json:"data"`
-	}
-	ops := Ops{}
-	if len(j.Infra) == 0 || json.Unmarshal(j.Infra, &infra) != nil {
-		return ops
-	}
-	for k, v := range infra[key].Data.Ops {
-		ops[k] = v
-	}
-	return ops
-}
+// opsOf reads the operations recorded under infra key.
+func opsOf(j *job.Job, key string) Ops { return provider.OpsOf(j, key) }
 
 // State is what a GET says of a resource: whether it is there and its provisioningState.
 type State struct {

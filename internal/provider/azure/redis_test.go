@@ -17,6 +17,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 )
@@ -185,40 +186,10 @@ func TestRedisPipelineKeepsTheCacheKey(t *testing.T) {
 	}
 }
 
-// run drives the steps (or their undos, last first) as the engine does: again after a wait
-// or a transient error, within ctx's deadline.
+// run drives the steps (or their undos, last first) as the engine does.
 func run(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo bool) {
 	t.Helper()
-	for i := range steps {
-		s := steps[i]
-		fn := s.Do
-		if undo {
-			s = steps[len(steps)-1-i]
-			fn = s.Undo
-		}
-		if fn == nil {
-			continue
-		}
-		for attempt := 1; ; attempt++ {
-			res, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: attempt})
-			if err != nil && fault.ClassOf(err) != job.ClassTransient {
-				t.Fatalf("step %s (undo=%v): %v", s.Name, undo, err)
-			}
-			if err == nil {
-				if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
-					t.Fatal(err)
-				}
-				if res.Outcome != pipeline.OutcomeWait {
-					break
-				}
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("step %s (undo=%v) not done before the deadline (last error %v)", s.Name, undo, err)
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}
+	drivertest.RunSteps(ctx, t, j, steps, undo, nil)
 }
 
 func TestRedisSizing(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -77,42 +78,10 @@ func ensureCluster(ctx context.Context, d kubernetes.Driver, j *job.Job, cfg kub
 	}
 }
 
-// runSteps runs a pipeline's steps (or their undos, in reverse) as the engine does: each
-// until it is done, its infra merged into the job's, a transient error retried.
+// runSteps runs steps as the engine does (drivertest.RunSteps).
 func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo bool, seen func(json.RawMessage)) {
 	t.Helper()
-	for i := range steps {
-		s := steps[i]
-		fn := s.Do
-		if undo {
-			s = steps[len(steps)-1-i]
-			fn = s.Undo
-		}
-		if fn == nil {
-			continue
-		}
-		for attempt := 1; ; attempt++ {
-			if attempt > 200 {
-				t.Fatalf("step %s (undo=%v) still waiting", s.Name, undo)
-			}
-			res, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: attempt})
-			if err != nil {
-				if fault.ClassOf(err) == job.ClassTransient {
-					continue
-				}
-				t.Fatalf("step %s (undo=%v): %v", s.Name, undo, err)
-			}
-			if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
-				t.Fatal(err)
-			}
-			if res.Outcome != pipeline.OutcomeWait {
-				break
-			}
-			if seen != nil {
-				seen(j.Infra)
-			}
-		}
-	}
+	drivertest.RunSteps(ctx, t, j, steps, undo, seen)
 }
 
 // clusterPosts counts the cluster creates the fake answered.

@@ -20,6 +20,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline/registry"
 	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/plan"
+	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
@@ -37,33 +38,8 @@ func runMarked(ctx context.Context, t *testing.T, cloud *gcpfake.Cloud, j *job.J
 			if undo {
 				s = steps[len(steps)-1-i]
 			}
-			fn := s.Do
-			if undo {
-				fn = s.Undo
-			}
-			if fn == nil {
-				continue
-			}
 			mark := cloud.Mark()
-			for attempt := 1; ; attempt++ {
-				res, err := fn(ctx, &pipeline.Run{Job: j, Step: s.Name, Attempt: attempt})
-				if err != nil && fault.ClassOf(err) != job.ClassTransient {
-					t.Fatalf("step %s (undo=%v): %v", s.Name, undo, err)
-				}
-				if err == nil {
-					if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
-						t.Fatal(err)
-					}
-					if res.Outcome != pipeline.OutcomeWait {
-						break
-					}
-				}
-				select {
-				case <-ctx.Done():
-					t.Fatalf("step %s (undo=%v) not done before the deadline (last error %v)", s.Name, undo, err)
-				case <-time.After(time.Millisecond):
-				}
-			}
+			drivertest.RunStep(ctx, t, j, s, undo, nil)
 			seen[s.Name] = append(seen[s.Name], cloud.PermissionsSince(mark)...)
 		}
 	}

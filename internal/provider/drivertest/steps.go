@@ -1,0 +1,81 @@
+package drivertest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+)
+
+// RunStep runs step's Do (or its Undo) as the engine does: again after a wait or a
+// transient error, merging each result's infra into the job's, until it neither waits nor
+// fails, within ctx's deadline. A fault that is not transient ends the test. seen, if set,
+// gets the job's infra after each call that waits.
+func RunStep(ctx context.Context, t testing.TB, j *job.Job, step pipeline.Step, undo bool, seen func(json.RawMessage)) {
+	t.Helper()
+	fn := step.Do
+	if undo {
+		fn = step.Undo
+	}
+	if fn == nil {
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := fn(ctx, &pipeline.Run{Job: j, Step: step.Name, Attempt: attempt})
+		if err != nil && fault.ClassOf(err) != job.ClassTransient {
+			t.Fatalf("step %s (undo=%v): %v", step.Name, undo, err)
+		}
+		if err == nil {
+			if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
+				t.Fatal(err)
+			}
+			if res.Outcome != pipeline.OutcomeWait {
+				return
+			}
+			if seen != nil {
+				seen(j.Infra)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("step %s (undo=%v) not done before the deadline (last error %v)", step.Name, undo, err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// RunSteps runs every step's Do in order, or, for undo, every Undo last first (RunStep).
+func RunSteps(ctx context.Context, t testing.TB, j *job.Job, steps []pipeline.Step, undo bool, seen func(json.RawMessage)) {
+	t.Helper()
+	for i := range steps {
+		s := steps[i]
+		if undo {
+			s = steps[len(steps)-1-i]
+		}
+		RunStep(ctx, t, j, s, undo, seen)
+	}
+}
+
+// Until calls f until it reports done, failing the test on an error that is not transient
+// or at ctx's deadline.
+func Until(ctx context.Context, t testing.TB, what string, f func() (bool, error)) {
+	t.Helper()
+	for {
+		done, err := f()
+		if err != nil && fault.ClassOf(err) != job.ClassTransient {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err == nil && done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not done before the deadline (last error %v)", what, err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
