@@ -138,6 +138,7 @@ func BuiltinTypes() []Type {
 		"healthCheckPath": {"type":"string","pattern":"^/","default":"/healthz"},
 		"healthCheckPort": {"type":"integer","minimum":1,"maximum":65535,"default":80},
 		"domain": {"type":"string","pattern":"^([a-z0-9]([a-z0-9-]*[a-z0-9])?\\.)+[a-z]{2,}$"},
+		"zoneID": {"type":"string","minLength":1,"description":"the DNS zone (a dns_zone job's zone id) to put an A record of domain in, pointing at the load balancer"},
 		"certificateArn": {"type":"string","minLength":1}
 	}
 }`),

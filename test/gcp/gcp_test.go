@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -360,4 +361,57 @@ func TestReadOnlyAccountIsRefusedWithTheRole(t *testing.T) {
 	if calls := e.cloud.Calls(); len(calls) != 0 {
 		t.Fatalf("the refused job reached Google: %v", calls)
 	}
+}
+
+// A pool with a domain in a zone a dns_zone job made: its 443 listener gets a Google-managed
+// certificate for the domain, and the zone an A record of the domain to the load balancer's
+// address, which the pool's teardown removes while the zone stays.
+func TestVMPoolWithADomain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	zj := e.jobs.WaitStatus(t, e.jobs.Create(t, e.space.ID, "dns_zone", `{"domain":"shop.example.org"}`).ID, job.StatusCompleted)
+	var zinfra struct {
+		Zone struct {
+			ID string `json:"id"`
+		} `json:"zone"`
+	}
+	if err := json.Unmarshal(zj.Infra, &zinfra); err != nil || zinfra.Zone.ID == "" {
+		t.Fatalf("zone job infra %s (%v)", zj.Infra, err)
+	}
+	pj := e.jobs.Create(t, e.space.ID, "vm_pool", `{"name":"shop","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"domain":"www.shop.example.org","zoneID":"`+zinfra.Zone.ID+`"}`)
+	pj = e.jobs.WaitStatus(t, pj.ID, job.StatusCompleted)
+	var infra struct {
+		LB struct {
+			DNSName    string `json:"dnsName"`
+			SelfSigned bool   `json:"selfSignedCertificate"`
+		} `json:"loadBalancer"`
+	}
+	if err := json.Unmarshal(pj.Infra, &infra); err != nil || infra.LB.DNSName == "" || infra.LB.SelfSigned {
+		t.Fatalf("pool infra %s (%v); want an address and a managed certificate", pj.Infra, err)
+	}
+	record := func() (gcpfake.Resource, bool) {
+		return e.cloud.Lookup(gcpfake.HostDNS, zinfra.Zone.ID+"/rrsets/www.shop.example.org.|A")
+	}
+	rr, ok := record()
+	if !ok || fmt.Sprint(rr.Body["rrdatas"]) != "["+infra.LB.DNSName+"]" {
+		t.Fatalf("the zone's A record %+v (%v); want www.shop.example.org → %s", rr.Body, ok, infra.LB.DNSName)
+	}
+	managed := false
+	for _, r := range e.cloud.Resources() {
+		if r.Kind == "compute#sslCertificate" && r.Body["type"] == "MANAGED" {
+			m, _ := r.Body["managed"].(map[string]any)
+			managed = fmt.Sprint(m["domains"]) == "[www.shop.example.org]"
+		}
+	}
+	if !managed {
+		t.Fatal("no Google-managed certificate for the domain")
+	}
+	e.jobs.Teardown(t, pj.ID)
+	if _, ok := record(); ok {
+		t.Fatal("the A record outlives the pool")
+	}
+	if left := labelled(e.cloud, pj.ID); len(left) > 0 {
+		t.Fatalf("after teardown the project still holds %v of the pool", left)
+	}
+	e.jobs.Teardown(t, zj.ID)
 }
