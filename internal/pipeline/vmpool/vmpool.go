@@ -42,6 +42,9 @@ const (
 	InfraDNS            = "dnsRecord"
 	InfraSpace          = "space"
 	InfraBootstrapReady = "bootstrapNginxReady"
+	// InfraBootstrapSince holds, per VM ID, when the VMs step first saw the VM running
+	// without its bootstrap sentinel: the bootstrap deadline counts from it, across restarts.
+	InfraBootstrapSince = "bootstrapSince"
 	InfraLBAttached     = "lbAttached"
 )
 
@@ -64,6 +67,27 @@ type Config struct {
 	CertificateARN     string   `json:"certificateARN,omitempty"`
 	HealthCheckPath    string   `json:"healthCheckPath,omitempty"`
 	HealthCheckPort    int32    `json:"healthCheckPort,omitempty"`
+	// BootstrapTimeoutMinutes is how long a running VM may go without its bootstrap sentinel
+	// before the VMs step fails (default 20).
+	BootstrapTimeoutMinutes int `json:"bootstrapTimeoutMinutes,omitempty"`
+	// WaitForBootstrap false makes a running VM count as ready without its sentinel, for
+	// images whose VMs cannot report it; nil is true.
+	WaitForBootstrap *bool `json:"waitForBootstrap,omitempty"`
+}
+
+// Bootstrap timeout bounds, in minutes.
+const (
+	DefaultBootstrapTimeoutMinutes = 20
+	MaxBootstrapTimeoutMinutes     = 240
+)
+
+// WaitsForBootstrap reports whether the VMs step waits for the bootstrap sentinel.
+func (c Config) WaitsForBootstrap() bool { return c.WaitForBootstrap == nil || *c.WaitForBootstrap }
+
+// BootstrapTimeout is the bootstrap deadline of each VM, counted from when it is first seen
+// running.
+func (c Config) BootstrapTimeout() time.Duration {
+	return time.Duration(c.BootstrapTimeoutMinutes) * time.Minute
 }
 
 // DecodeConfig reads and defaults a job's config.
@@ -89,6 +113,9 @@ func DecodeConfig(raw json.RawMessage) (Config, error) {
 	if c.HealthCheckPort == 0 {
 		c.HealthCheckPort = 80
 	}
+	if c.BootstrapTimeoutMinutes == 0 {
+		c.BootstrapTimeoutMinutes = DefaultBootstrapTimeoutMinutes
+	}
 	return c, nil
 }
 
@@ -105,6 +132,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("min, max: want 1 <= min <= max, got %d, %d", c.Min, c.Max)
 	case c.Desired < c.Min || c.Desired > c.Max:
 		return fmt.Errorf("desired: %d is outside [min, max]", c.Desired)
+	case c.BootstrapTimeoutMinutes < 1 || c.BootstrapTimeoutMinutes > MaxBootstrapTimeoutMinutes:
+		return fmt.Errorf("bootstrapTimeoutMinutes: %d is outside [1, %d]", c.BootstrapTimeoutMinutes, MaxBootstrapTimeoutMinutes)
 	}
 	for _, p := range c.ListenerPorts {
 		if p != 80 && p != 443 {
@@ -176,6 +205,12 @@ type Driver interface {
 	DeleteDNS(ctx context.Context, zoneID, name string, lb LoadBalancer) error
 }
 
+// ConsoleReader is what a Driver may also do: read a VM's console (serial port) output, which
+// the VMs step quotes when a VM misses its bootstrap deadline.
+type ConsoleReader interface {
+	ConsoleOutput(ctx context.Context, vm VM) (string, error)
+}
+
 // Resolver finds the driver for a job (its provider, its space's cloud account and region).
 type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 
@@ -183,6 +218,7 @@ type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 type Pipeline struct {
 	load steps.Loader[Config, Driver]
 	poll time.Duration
+	now  func() time.Time
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
@@ -192,7 +228,14 @@ func New(resolve Resolver, poll time.Duration) *Pipeline {
 	if poll <= 0 {
 		poll = 10 * time.Second
 	}
-	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: DecodeConfig, Resolve: resolve}, poll: poll}
+	return &Pipeline{load: steps.Loader[Config, Driver]{Decode: DecodeConfig, Resolve: resolve}, poll: poll, now: time.Now}
+}
+
+// WithClock makes now the pipeline's clock (time.Now by default), which the bootstrap
+// deadline is measured with; it returns p.
+func (p *Pipeline) WithClock(now func() time.Time) *Pipeline {
+	p.now = now
+	return p
 }
 
 // Family implements pipeline.Pipeline.
@@ -283,15 +326,38 @@ func (p *Pipeline) vms(ctx context.Context, r *pipeline.Run, c Config, d Driver)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	vms, ready, err := d.CheckBootstrap(ctx, vms)
-	if err != nil {
-		return pipeline.Result{}, err
+	ready := len(vms) > 0
+	if c.WaitsForBootstrap() {
+		if vms, ready, err = d.CheckBootstrap(ctx, vms); err != nil {
+			return pipeline.Result{}, err
+		}
+	} else {
+		// Without the sentinel a running VM is as ready as it is known to get.
+		for i := range vms {
+			if vms[i].State == stateBootstrap {
+				vms[i].State = stateReady
+			}
+			ready = ready && vms[i].State == stateReady
+		}
 	}
 	infra := map[string]any{InfraVMs: vms}
 	if !ready || int32(len(vms)) < c.Desired {
+		since, late, err := p.bootstrapClock(r, c, vms)
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		if late != nil {
+			return pipeline.Result{}, p.bootstrapTimeout(ctx, r, c, d, *late, since[late.ID])
+		}
+		if len(since) > 0 {
+			infra[InfraBootstrapSince] = since
+		} else {
+			infra[InfraBootstrapSince] = nil
+		}
 		return pipeline.Wait(p.poll, fmt.Sprintf("%d VMs, waiting for the bootstrap sentinel on all %d", len(vms), c.Desired), infra), nil
 	}
-	infra[InfraBootstrapReady] = !c.Bare
+	infra[InfraBootstrapReady] = !c.Bare && c.WaitsForBootstrap()
+	infra[InfraBootstrapSince] = nil
 	return pipeline.Done(infra), nil
 }
 
