@@ -139,7 +139,9 @@ func BuiltinTypes() []Type {
 		"healthCheckPort": {"type":"integer","minimum":1,"maximum":65535,"default":80},
 		"domain": {"type":"string","pattern":"^([a-z0-9]([a-z0-9-]*[a-z0-9])?\\.)+[a-z]{2,}$"},
 		"zoneID": {"type":"string","minLength":1,"description":"the DNS zone (a dns_zone job's zone id) to put an A record of domain in, pointing at the load balancer"},
-		"certificateArn": {"type":"string","minLength":1}
+		"certificateArn": {"type":"string","minLength":1},
+		"bootstrapTimeoutMinutes": {"type":"integer","minimum":1,"maximum":240,"default":20,"description":"how long a running VM may take to write its bootstrap sentinel before the pool fails with BootstrapTimeout"},
+		"waitForBootstrap": {"type":"boolean","default":true,"description":"false: a running VM counts as ready without its bootstrap sentinel (images without the SSM agent or a way to the metadata server)"}
 	}
 }`),
 			Outputs: []Output{
