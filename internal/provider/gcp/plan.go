@@ -303,7 +303,8 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 	case vmpool.StepVMs:
 		// The teardown looks for both kinds of pool. (This family's calls wait for what they
 		// start by reading it, not its operation.)
-		ops = append(ops, "compute.instances.get", "compute.instances.getGuestAttributes", "compute.instanceGroupManagers.get",
+		ops = append(ops, "compute.instances.get", "compute.instances.getGuestAttributes", "compute.instances.getSerialPortOutput",
+			"compute.instanceGroupManagers.get",
 			"compute.autoscalers.get", "compute.instanceTemplates.useReadOnly", "iam.serviceAccounts.actAs")
 		if asg {
 			create("google_compute_region_instance_group_manager", name(j, roleMIG), 1)

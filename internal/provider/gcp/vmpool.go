@@ -74,7 +74,10 @@ const reportBootstrap = `curl -sf -X PUT --data ready -H "Metadata-Flavor: Googl
 // an insert re-sent while the first is under way is answered with the first's operation.
 type VMPoolDriver struct{ C *Client }
 
-var _ vmpool.Driver = VMPoolDriver{}
+var (
+	_ vmpool.Driver        = VMPoolDriver{}
+	_ vmpool.ConsoleReader = VMPoolDriver{}
+)
 
 // VMPoolDriver implements provider.VMPoolDrivers.
 func (m *Module) VMPoolDriver(ctx context.Context, j *job.Job) (vmpool.Driver, error) {
@@ -503,6 +506,28 @@ func (d VMPoolDriver) CheckBootstrap(ctx context.Context, vms []vmpool.VM) ([]vm
 		}
 	}
 	return out, all, nil
+}
+
+// consoleTailBytes is how much of a VM's console output ConsoleOutput asks for: the end of
+// it, which is where a stuck bootstrap shows.
+const consoleTailBytes = 16 << 10
+
+// ConsoleOutput implements vmpool.ConsoleReader: the end of what the VM wrote to its serial
+// port 1, its console (a negative start counts back from the end of the output).
+func (d VMPoolDriver) ConsoleOutput(ctx context.Context, vm vmpool.VM) (string, error) {
+	zone, iname, ok := parseVMID(vm.ID)
+	if !ok {
+		return "", fault.System(fmt.Errorf("VM id %q is not zones/<zone>/instances/<name>", vm.ID))
+	}
+	s, err := d.C.computeService(ctx)
+	if err != nil {
+		return "", err
+	}
+	out, err := s.Instances.GetSerialPortOutput(d.C.ProjectID, zone, iname).Port(1).Start(-consoleTailBytes).Context(ctx).Do()
+	if err != nil {
+		return "", d.C.Classify(err)
+	}
+	return out.Contents, nil
 }
 
 // DeleteVMs implements vmpool.Driver: the autoscaler and the group (its instances go with

@@ -16,7 +16,9 @@ const GuestAttributeBootstrap = "groundwork/bootstrap"
 // metadata enables guest attributes and its user data writes GuestAttributeBootstrap, the fake
 // plays that write on the instance's first getGuestAttributes after it runs, as a VM whose
 // cloud-init succeeded would have made it. Set NoBoot to play a VM whose cloud-init never
-// finishes.
+// finishes. Each instance keeps a boot log as its console (serial port 1) output, which ends
+// with cloud-init's final stage running, and with it finished once the bootstrap is played;
+// SetSerialPortOutput replaces it.
 
 // registerComputeVMs serves what a VM pool is made of: instance templates, instances and
 // their guest attributes, regional managed instance groups and autoscalers, unmanaged
@@ -56,6 +58,38 @@ func registerComputeVMs(c *Cloud) {
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"kind": "compute#guestAttributes", "queryPath": q,
 			"queryValue": map[string]any{"items": items}})
+	})
+	// instances.getSerialPortOutput: port 1 is the console, the others are silent; start is a
+	// byte offset into what the port wrote, a negative one counts back from its end.
+	c.Handle(HostCompute, "GET "+ComputePath("zones")+"instances/{name}/serialPort", func(w http.ResponseWriter, r *http.Request) {
+		inst, ok := c.ComputeGet(w, r, Instances)
+		if !ok {
+			return
+		}
+		port, start := int64(1), int64(0)
+		if v := r.URL.Query().Get("port"); v != "" {
+			if _, err := fmt.Sscan(v, &port); err != nil || port < 1 || port > 4 {
+				WriteError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid value for field 'port': '"+v+"'. Must be between 1 and 4.", "invalid")
+				return
+			}
+		}
+		if v := r.URL.Query().Get("start"); v != "" {
+			if _, err := fmt.Sscan(v, &start); err != nil {
+				WriteError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid value for field 'start': '"+v+"'.", "invalid")
+				return
+			}
+		}
+		out := ""
+		if port == 1 {
+			out = c.serialPortOutput(inst)
+		}
+		total := int64(len(out))
+		if start < 0 {
+			start = max(total+start, 0)
+		}
+		start = min(start, total)
+		WriteJSON(w, http.StatusOK, map[string]any{"kind": "compute#serialPortOutput", "contents": out[start:],
+			"start": fmt.Sprint(start), "next": fmt.Sprint(total), "selfLink": SelfLinkBase + inst.Name + "/serialPort"})
 	})
 	c.Handle(HostCompute, "POST "+ComputePath("regions")+"instanceGroupManagers/{name}/listManagedInstances", func(w http.ResponseWriter, r *http.Request) {
 		mig, ok := c.ComputeGet(w, r, InstanceGroupManagers)
@@ -116,6 +150,61 @@ func (c *Cloud) NoBoot(instance string) {
 	c.noBoot[instance] = true
 }
 
+// SetSerialPortOutput makes contents what the named instance (its full name or its short
+// one, made yet or not) has written to its console, in place of the boot log the fake keeps.
+func (c *Cloud) SetSerialPortOutput(instance, contents string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.serial == nil {
+		c.serial = map[string]string{}
+	}
+	c.serial[instance] = contents
+}
+
+// serialPortOutput is what an instance wrote to its console: what a test set, or the boot
+// log kept in its body.
+func (c *Cloud) serialPortOutput(inst Resource) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, _ := inst.Body["name"].(string)
+	for _, k := range []string{inst.Name, name} {
+		if out, ok := c.serial[k]; ok {
+			return out
+		}
+	}
+	if stored, ok := c.resources[HostCompute+" "+inst.Name]; ok {
+		out, _ := stored.Body["x-serialPort"].(string)
+		return out
+	}
+	return ""
+}
+
+// bootLog is the console output of an instance that has booted as far as running its
+// cloud-init's final stage (the user data's commands); the lock is held.
+func bootLog(self *Resource) string {
+	name, _ := self.Body["name"].(string)
+	ip := ""
+	if nics, _ := self.Body["networkInterfaces"].([]any); len(nics) > 0 {
+		if m, ok := nics[0].(map[string]any); ok {
+			ip = fmt.Sprint(m["networkIP"])
+		}
+	}
+	return strings.Join([]string{
+		"SeaBIOS (version 1.8.2-google)",
+		"Booting from Hard Disk 0...",
+		"[    0.000000] Linux version 6.1.0-28-cloud-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)",
+		"[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-cloud-amd64 root=PARTUUID=3c1b5c3e-01 ro console=ttyS0,115200 earlyprintk=ttyS0,115200 consoleblank=0",
+		"[    0.812345] Run /sbin/init as init process",
+		"[    1.402311] systemd[1]: Hostname set to <" + name + ">.",
+		"[    2.118020] google_guest_agent[412]: GCE Agent Started (version 20241115.00)",
+		"[    3.044102] cloud-init[488]: Cloud-init v. 22.4.2 running 'init' at Mon, 01 Dec 2026 12:00:03 +0000. Up 3.01 seconds.",
+		"[    3.051190] cloud-init[488]: ci-info: | ens4 | True | " + ip + " | 255.255.255.255 | global |",
+		"[    5.630877] cloud-init[590]: Cloud-init v. 22.4.2 running 'modules:config' at Mon, 01 Dec 2026 12:00:05 +0000. Up 5.60 seconds.",
+		"[    6.902231] cloud-init[655]: Cloud-init v. 22.4.2 running 'modules:final' at Mon, 01 Dec 2026 12:00:06 +0000. Up 6.88 seconds.",
+		"",
+	}, "\n")
+}
+
 // guestAttributes are an instance's guest attributes, the bootstrap's played when due.
 func (c *Cloud) guestAttributes(inst Resource) map[string]string {
 	c.mu.Lock()
@@ -130,6 +219,10 @@ func (c *Cloud) guestAttributes(inst Resource) map[string]string {
 	}
 	name, _ := stored.Body["name"].(string)
 	if stored.Body["status"] == "RUNNING" && !c.noBoot[inst.Name] && !c.noBoot[name] && writesBootstrap(stored.Body) {
+		if _, done := attrs[GuestAttributeBootstrap]; !done {
+			log, _ := stored.Body["x-serialPort"].(string)
+			stored.Body["x-serialPort"] = log + "[   41.220871] cloud-init[655]: Cloud-init v. 22.4.2 finished at Mon, 01 Dec 2026 12:00:41 +0000. Datasource DataSourceGCELocal.  Up 41.20 seconds\n"
+		}
 		attrs[GuestAttributeBootstrap] = "ready"
 		stored.Body["x-guestAttributes"] = attrs
 	}
@@ -216,6 +309,7 @@ func (c *Cloud) bootInstance(self *Resource) {
 			c.seq++
 		}
 	}
+	self.Body["x-serialPort"] = bootLog(self)
 }
 
 // InstanceGroupManagers are regional managed instance groups: they keep targetSize instances

@@ -33,6 +33,7 @@ var permissions = []permission{
 	p(HostCompute, http.MethodPatch, `/compute/v1/projects/`+seg+`/global/networks/`+seg, "compute.networks.update"),
 	// Custom verbs: each is checked as the permission its reference names.
 	p(HostCompute, http.MethodGet, `/compute/v1/projects/`+seg+`/zones/`+seg+`/instances/`+seg+`/getGuestAttributes`, "compute.instances.getGuestAttributes"),
+	p(HostCompute, http.MethodGet, `/compute/v1/projects/`+seg+`/zones/`+seg+`/instances/`+seg+`/serialPort`, "compute.instances.getSerialPortOutput"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/instanceGroupManagers/`+seg+`/listManagedInstances`, "compute.instanceGroupManagers.get"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/instanceGroupManagers/`+seg+`/resize`, "compute.instanceGroupManagers.update"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/zones/`+seg+`/instanceGroups/`+seg+`/(addInstances|removeInstances)`, "compute.instanceGroups.update"),

@@ -18,6 +18,7 @@ func TestPermissionOfEachCall(t *testing.T) {
 		host, method, path, want string
 	}{
 		{gcpfake.HostCompute, http.MethodGet, pr + "zones/z/instances/vm-0/getGuestAttributes", "compute.instances.getGuestAttributes"},
+		{gcpfake.HostCompute, http.MethodGet, pr + "zones/z/instances/vm-0/serialPort", "compute.instances.getSerialPortOutput"},
 		{gcpfake.HostCompute, http.MethodGet, pr + "zones/z/instances/vm-0", "compute.instances.get"},
 		{gcpfake.HostCompute, http.MethodPost, pr + "regions/r/instanceGroupManagers/mig/listManagedInstances", "compute.instanceGroupManagers.get"},
 		{gcpfake.HostCompute, http.MethodPost, pr + "regions/r/instanceGroupManagers/mig/resize", "compute.instanceGroupManagers.update"},
