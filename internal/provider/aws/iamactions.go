@@ -108,7 +108,8 @@ func StepPlan(j *job.Job, step string) plan.Step {
 				"ec2:DeleteLaunchTemplate", "ec2:DeleteSecurityGroup", "ec2:DescribeImages", "ec2:DescribeLaunchTemplates",
 				"ec2:DescribeSecurityGroups", "iam:PassRole")
 		case vmpool.StepVMs:
-			ops = append(ops, "ec2:DescribeInstances", "autoscaling:DescribeAutoScalingGroups", "iam:PassRole", "ssm:SendCommand", "ssm:GetCommandInvocation")
+			ops = append(ops, "ec2:DescribeInstances", "autoscaling:DescribeAutoScalingGroups", "iam:PassRole", "ssm:SendCommand", "ssm:GetCommandInvocation",
+				"ec2:GetConsoleOutput")
 			if c.Mode == "asg" {
 				create("aws_autoscaling_group", name, 1)
 				ops = append(ops, "autoscaling:CreateAutoScalingGroup", "autoscaling:DeleteAutoScalingGroup",

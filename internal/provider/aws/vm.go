@@ -488,6 +488,20 @@ func CheckBootstrap(ctx context.Context, probe BootstrapProbe, vms []VM) ([]VM, 
 	return out, all && len(out) > 0, nil
 }
 
+// ConsoleOutput is an instance's console output as EC2 last captured it (GetConsoleOutput;
+// the capture lags the console and is empty until the first one), decoded from base64.
+func (p *Provider) ConsoleOutput(ctx context.Context, instanceID string) (string, error) {
+	out, err := p.ec2.GetConsoleOutput(ctx, &ec2.GetConsoleOutputInput{InstanceId: &instanceID})
+	if err != nil {
+		return "", p.classify(err, false)
+	}
+	raw, err := base64.StdEncoding.DecodeString(deref(out.Output))
+	if err != nil {
+		return "", fault.System(fmt.Errorf("console output of %s: %w", instanceID, err))
+	}
+	return string(raw), nil
+}
+
 // DeleteVMs terminates the pool: the ASG is scaled to zero and deleted (its instances go with
 // it), fixed instances are terminated. done=false while instances are still shutting down.
 func (p *Provider) DeleteVMs(ctx context.Context, t Tags) (done bool, err error) {

@@ -17,7 +17,10 @@ type VMPoolDriver struct {
 	Probe BootstrapProbe
 }
 
-var _ vmpool.Driver = VMPoolDriver{}
+var (
+	_ vmpool.Driver        = VMPoolDriver{}
+	_ vmpool.ConsoleReader = VMPoolDriver{}
+)
 
 func (d VMPoolDriver) EnsureNetwork(ctx context.Context, j *job.Job, c vmpool.Config) (vmpool.Network, error) {
 	n, err := d.P.EnsureNetwork(ctx, NetworkSpec{Tags: JobTags(j), ExistingVPCID: c.VPCID, ExistingSubnetIDs: c.SubnetIDs})
@@ -84,6 +87,11 @@ func (d VMPoolDriver) CheckBootstrap(ctx context.Context, vms []vmpool.VM) ([]vm
 	}
 	out, all, err := CheckBootstrap(ctx, d.Probe, in)
 	return toPoolVMs(out), all, err
+}
+
+// ConsoleOutput implements vmpool.ConsoleReader (Provider.ConsoleOutput).
+func (d VMPoolDriver) ConsoleOutput(ctx context.Context, vm vmpool.VM) (string, error) {
+	return d.P.ConsoleOutput(ctx, vm.ID)
 }
 
 func toPoolVMs(vms []VM) []vmpool.VM {
