@@ -354,7 +354,11 @@ func (p *Pipeline) vms(ctx context.Context, r *pipeline.Run, c Config, d Driver)
 		} else {
 			infra[InfraBootstrapSince] = nil
 		}
-		return pipeline.Wait(p.poll, fmt.Sprintf("%d VMs, waiting for the bootstrap sentinel on all %d", len(vms), c.Desired), infra), nil
+		msg := fmt.Sprintf("%d VMs, waiting for the bootstrap sentinel on all %d", len(vms), c.Desired)
+		if !c.WaitsForBootstrap() {
+			msg = fmt.Sprintf("%d VMs, waiting for all %d to run", len(vms), c.Desired)
+		}
+		return pipeline.Wait(p.poll, msg, infra), nil
 	}
 	infra[InfraBootstrapReady] = !c.Bare && c.WaitsForBootstrap()
 	infra[InfraBootstrapSince] = nil
