@@ -182,25 +182,27 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	cases := map[string]struct {
 		body, field string
 	}{
-		"gcp wrong method":         {`{"name":"g","provider":"gcp","authMethod":"static_keys"}`, "authMethod"},
-		"gcp sa without key":       {`{"name":"g","provider":"gcp","authMethod":"service_account"}`, "credentials.serviceAccountKey"},
-		"gcp sa key not a key":     {`{"name":"g","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"k\":1}"}}`, "credentials.serviceAccountKey"},
-		"gcp none no endpoints":    {`{"name":"g","provider":"gcp","authMethod":"none","config":{"projectId":"p"}}`, "config.endpoints"},
-		"gcp endpoint not a url":   {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"nope"}}}`, "config.endpoints.compute.googleapis.com"},
-		"gcp endpoint not google":  {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"example.com":"http://127.0.0.1:1/"}}}`, "config.endpoints.example.com"},
-		"gcp secretManager string": {`{"name":"g","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"type\":\"service_account\",\"client_email\":\"gw@p.iam.gserviceaccount.com\",\"private_key\":\"k\"}"},"config":{"projectId":"p","secretManager":"yes"}}`, "config.secretManager"},
-		"gcp endpoint metadata":    {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"http://169.254.169.254/"}}}`, "config.endpoints.compute.googleapis.com"},
-		"azure sp without secret":  {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c"}}`, "credentials.clientSecret"},
-		"azure sp secret and cert": {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c","clientSecret":"s","clientCertificate":"pem"}}`, "credentials.clientSecret"},
-		"azure none no endpoint":   {`{"name":"z","provider":"azure","authMethod":"none","config":{"subscriptionId":"s"}}`, "config.endpoint"},
-		"azure endpoint metadata":  {`{"name":"z","provider":"azure","authMethod":"none","config":{"endpoint":"http://169.254.169.254/"}}`, "config.endpoint"},
-		"aws temp without token":   {`{"name":"a","provider":"aws","authMethod":"temporary_credentials","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentials.sessionToken"},
-		"aws assume without arn":   {`{"name":"a","provider":"aws","authMethod":"assume_role"}`, "credentials.roleArn"},
-		"unknown credential":       {`{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"a","secretAccessKey":"b","password":"x"}}`, "credentials.password"},
-		"bad level":                {`{"name":"l","provider":"local","permissionLevel":"admin"}`, "permissionLevel"},
-		"ref and credentials":      {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentialsRef"},
-		"a reference alone":        {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1"}`, "credentialsRef"},
-		"managed flag sent":        {`{"name":"a","provider":"local","config":{"managedCredentials":true}}`, "config.managedCredentials"},
+		"gcp wrong method":            {`{"name":"g","provider":"gcp","authMethod":"static_keys"}`, "authMethod"},
+		"gcp sa without key":          {`{"name":"g","provider":"gcp","authMethod":"service_account"}`, "credentials.serviceAccountKey"},
+		"gcp sa key not a key":        {`{"name":"g","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"k\":1}"}}`, "credentials.serviceAccountKey"},
+		"gcp impersonation no target": {`{"name":"g","provider":"gcp","authMethod":"impersonation","config":{"projectId":"p"}}`, "config.targetServiceAccount"},
+		"gcp impersonation bad key":   {`{"name":"g","provider":"gcp","authMethod":"impersonation","credentials":{"serviceAccountKey":"nope"},"config":{"targetServiceAccount":"gw@p.iam.gserviceaccount.com"}}`, "credentials.serviceAccountKey"},
+		"gcp none no endpoints":       {`{"name":"g","provider":"gcp","authMethod":"none","config":{"projectId":"p"}}`, "config.endpoints"},
+		"gcp endpoint not a url":      {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"nope"}}}`, "config.endpoints.compute.googleapis.com"},
+		"gcp endpoint not google":     {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"example.com":"http://127.0.0.1:1/"}}}`, "config.endpoints.example.com"},
+		"gcp secretManager string":    {`{"name":"g","provider":"gcp","authMethod":"service_account","credentials":{"serviceAccountKey":"{\"type\":\"service_account\",\"client_email\":\"gw@p.iam.gserviceaccount.com\",\"private_key\":\"k\"}"},"config":{"projectId":"p","secretManager":"yes"}}`, "config.secretManager"},
+		"gcp endpoint metadata":       {`{"name":"g","provider":"gcp","authMethod":"none","config":{"endpoints":{"compute.googleapis.com":"http://169.254.169.254/"}}}`, "config.endpoints.compute.googleapis.com"},
+		"azure sp without secret":     {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c"}}`, "credentials.clientSecret"},
+		"azure sp secret and cert":    {`{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t","clientId":"c","clientSecret":"s","clientCertificate":"pem"}}`, "credentials.clientSecret"},
+		"azure none no endpoint":      {`{"name":"z","provider":"azure","authMethod":"none","config":{"subscriptionId":"s"}}`, "config.endpoint"},
+		"azure endpoint metadata":     {`{"name":"z","provider":"azure","authMethod":"none","config":{"endpoint":"http://169.254.169.254/"}}`, "config.endpoint"},
+		"aws temp without token":      {`{"name":"a","provider":"aws","authMethod":"temporary_credentials","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentials.sessionToken"},
+		"aws assume without arn":      {`{"name":"a","provider":"aws","authMethod":"assume_role"}`, "credentials.roleArn"},
+		"unknown credential":          {`{"name":"a","provider":"aws","authMethod":"static_keys","credentials":{"accessKeyId":"a","secretAccessKey":"b","password":"x"}}`, "credentials.password"},
+		"bad level":                   {`{"name":"l","provider":"local","permissionLevel":"admin"}`, "permissionLevel"},
+		"ref and credentials":         {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1","credentials":{"accessKeyId":"a","secretAccessKey":"b"}}`, "credentialsRef"},
+		"a reference alone":           {`{"name":"a","provider":"aws","authMethod":"static_keys","credentialsRef":"local:sec_1"}`, "credentialsRef"},
+		"managed flag sent":           {`{"name":"a","provider":"local","config":{"managedCredentials":true}}`, "config.managedCredentials"},
 	}
 	for name, c := range cases {
 		got := e.call(t, admin, "POST", "/api/cloud-accounts", c.body)
@@ -211,6 +213,10 @@ func TestCloudAccountCredentialsAndReadOnly(t *testing.T) {
 	cert := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"z","provider":"azure","authMethod":"service_principal","credentials":{"tenantId":"t1","clientId":"c1","clientCertificate":"-----BEGIN CERTIFICATE-----"}}`)
 	if cert.status != 201 || strings.Contains(cert.raw, "BEGIN CERTIFICATE") {
 		t.Fatalf("azure service principal with a certificate: %d %s", cert.status, cert.raw)
+	}
+	imp := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"g","provider":"gcp","authMethod":"impersonation","config":{"projectId":"p","targetServiceAccount":"gw@p.iam.gserviceaccount.com"}}`)
+	if imp.status != 201 || !strings.Contains(imp.raw, `"targetServiceAccount":"gw@p.iam.gserviceaccount.com"`) {
+		t.Fatalf("gcp impersonation on the server's own credential: %d %s", imp.status, imp.raw)
 	}
 	wif := e.call(t, admin, "POST", "/api/cloud-accounts", `{"name":"z","provider":"azure","authMethod":"workload_identity_federation","credentials":{"tenantId":"t1","clientId":"c1"}}`)
 	if wif.status != 201 || !strings.Contains(wif.raw, `"tenantId":"t1"`) {

@@ -29,6 +29,8 @@ type authMethod struct {
 	// public fields are copied into the account's config too (they identify, they do not
 	// authenticate), so the account shows them without revealing anything.
 	public []string
+	// optional are credential fields that may be given or not (impersonation's base key).
+	optional []string
 }
 
 // authMethods are the authentication methods each provider accepts, plus "default" (the SDK's
@@ -44,6 +46,9 @@ var authMethods = map[string]map[string]authMethod{
 		"service_account": {required: []string{"serviceAccountKey"}},
 		"oauth":           {required: []string{"clientId", "clientSecret", "refreshToken"}, public: []string{"clientId", "projectId"}},
 		"default":         {public: []string{"projectId"}},
+		// impersonation acts as config.targetServiceAccount, with a service account key as
+		// the base credential, or the server's own (ADC) without one.
+		"impersonation": {optional: []string{"serviceAccountKey"}, public: []string{"projectId"}},
 		// none sends no credential: only for a GCP-compatible test target named by
 		// config.endpoints (validateAccount refuses it without them).
 		"none": {public: []string{"projectId"}},
@@ -178,7 +183,7 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 		}
 	}
 	allowed := map[string]bool{"subscriptionId": true, "projectId": true, "externalId": true}
-	for _, k := range append(m.required, m.oneOf...) {
+	for _, k := range append(append(m.required, m.oneOf...), m.optional...) {
 		allowed[k] = true
 	}
 	for k := range req.Credentials {
@@ -218,7 +223,7 @@ func validateAccount(req *createAccountRequest) (json.RawMessage, []FieldError) 
 // config.secretManager, a boolean.
 func validateGCP(req *createAccountRequest, cfg map[string]any) []FieldError {
 	var fields []FieldError
-	if key := req.Credentials["serviceAccountKey"]; req.AuthMethod == "service_account" && strings.TrimSpace(key) != "" {
+	if key := req.Credentials["serviceAccountKey"]; strings.TrimSpace(key) != "" {
 		var k struct {
 			Type        string `json:"type"`
 			ClientEmail string `json:"client_email"`
@@ -227,6 +232,12 @@ func validateGCP(req *createAccountRequest, cfg map[string]any) []FieldError {
 		if json.Unmarshal([]byte(key), &k) != nil || k.Type != "service_account" || k.ClientEmail == "" || k.PrivateKey == "" {
 			fields = append(fields, FieldError{Field: "credentials.serviceAccountKey", Rule: "format",
 				Message: "must be a service account's JSON key file (type service_account, client_email, private_key)"})
+		}
+	}
+	if req.AuthMethod == "impersonation" {
+		if sa, _ := cfg["targetServiceAccount"].(string); !strings.HasSuffix(sa, ".gserviceaccount.com") || !strings.Contains(sa, "@") {
+			fields = append(fields, FieldError{Field: "config.targetServiceAccount", Rule: "format",
+				Message: "is required with authMethod impersonation: the email of the service account to act as (name@project.iam.gserviceaccount.com)"})
 		}
 	}
 	raw, given := cfg["endpoints"]

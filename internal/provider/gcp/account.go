@@ -38,6 +38,11 @@ const (
 	// AuthDefault is Application Default Credentials: the environment, the metadata server
 	// (workload identity on GKE, a VM's service account), gcloud's login.
 	AuthDefault AuthMethod = "default"
+	// AuthImpersonation acts as another service account (TargetServiceAccount): the base
+	// credential (a service account key when the account has one, else Application Default
+	// Credentials) mints that account's short-lived tokens through the IAM Credentials API,
+	// so no key of the target account is ever stored.
+	AuthImpersonation AuthMethod = "impersonation"
 	// AuthNone sends no credential. It is accepted only together with Endpoints: it is for
 	// GCP-compatible test targets and emulators, never for Google itself.
 	AuthNone AuthMethod = "none"
@@ -59,6 +64,7 @@ const (
 	ServiceIAM              = "iam.googleapis.com"
 	ServiceResourceManager  = "cloudresourcemanager.googleapis.com"
 	ServiceNetworking       = "servicenetworking.googleapis.com"
+	ServiceIAMCredentials   = "iamcredentials.googleapis.com"
 )
 
 // servicePaths are the paths under each host the REST clients' base URLs carry: an endpoint
@@ -78,6 +84,8 @@ type Account struct {
 	ServiceAccountKey string
 	// OAuth client and refresh token (AuthOAuth).
 	ClientID, ClientSecret, RefreshToken string
+	// TargetServiceAccount is the email of the service account AuthImpersonation acts as.
+	TargetServiceAccount string
 	// Endpoints replace Google's, per service host name: "compute.googleapis.com" →
 	// "http://127.0.0.1:9101/". A service not named is reached at Google.
 	Endpoints map[string]string
@@ -124,6 +132,11 @@ func Open(ctx context.Context, a Account) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.AuthMethod == AuthImpersonation {
+		if ts, err = c.impersonate(ctx, ts, base); err != nil {
+			return nil, err
+		}
+	}
 	if c.ProjectID == "" {
 		c.ProjectID = project
 	}
@@ -145,6 +158,15 @@ func tokenSource(ctx context.Context, a Account) (oauth2.TokenSource, string, er
 	// The token source outlives the call that opened it: it refreshes on later steps.
 	ctx = context.WithoutCancel(ctx)
 	switch a.AuthMethod {
+	case AuthImpersonation:
+		if a.TargetServiceAccount == "" {
+			return nil, "", fault.UserAction(errors.New("impersonation without a target service account"), "CredentialsInvalid",
+				"Set config.targetServiceAccount to the email of the service account to act as.", "")
+		}
+		if a.ServiceAccountKey == "" {
+			return tokenSource(ctx, Account{AuthMethod: AuthDefault})
+		}
+		return tokenSource(ctx, Account{AuthMethod: AuthServiceAccount, ServiceAccountKey: a.ServiceAccountKey})
 	case AuthServiceAccount:
 		creds, err := google.CredentialsFromJSONWithType(ctx, []byte(a.ServiceAccountKey), google.ServiceAccount, Scope)
 		if err != nil {
@@ -170,7 +192,7 @@ func tokenSource(ctx context.Context, a Account) (oauth2.TokenSource, string, er
 		return creds.TokenSource, creds.ProjectID, nil
 	}
 	return nil, "", fault.UserAction(fmt.Errorf("auth method %q", a.AuthMethod), "CredentialsInvalid",
-		"Use service_account, oauth or default.", "")
+		"Use service_account, oauth, impersonation or default.", "")
 }
 
 // Options are the client options of the service at host: the account's HTTP client and, when

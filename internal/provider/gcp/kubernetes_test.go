@@ -2,14 +2,11 @@ package gcp
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -459,23 +456,7 @@ func TestModuleClusterTokenIsTheAccountsAccessToken(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	minted := "ya29.minted-for-the-account"
-	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil || r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
-			http.Error(w, "bad grant", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": minted, "token_type": "Bearer", "expires_in": 3600})
-	}))
-	t.Cleanup(tokens.Close)
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	saKey, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": gcpfake.Project, "private_key_id": "k1",
-		"private_key": string(keyPEM), "client_email": "groundwork@" + gcpfake.Project + ".iam.gserviceaccount.com",
-		"client_id": "1", "token_uri": tokens.URL + "/token"})
+	saKey := serviceAccountKey(t, minted)
 	creds, _ := json.Marshal(map[string]string{"serviceAccountKey": string(saKey)})
 	acc := &store.CloudAccount{ID: "acc_1", OrgID: "org_1", Provider: Name, AuthMethod: string(AuthServiceAccount), CredentialsRef: "local:acc_1"}
 	sp := &store.Space{ID: "spc_cluster", OrgID: "org_1", Provider: Name, Region: "europe-west1", CloudAccountID: "acc_1"}

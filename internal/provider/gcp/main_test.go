@@ -2,6 +2,13 @@ package gcp
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +111,28 @@ func lastSlash(s string, n int) int {
 		}
 	}
 	return -1
+}
+
+// serviceAccountKey is a service account's JSON key whose token endpoint is a local server
+// that grants minted for a signed assertion, as Google's does.
+func serviceAccountKey(t *testing.T, minted string) []byte {
+	t.Helper()
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil || r.Form.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || r.Form.Get("assertion") == "" {
+			http.Error(w, "bad grant", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": minted, "token_type": "Bearer", "expires_in": 3600})
+	}))
+	t.Cleanup(tokens.Close)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	saKey, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": gcpfake.Project, "private_key_id": "k1",
+		"private_key": string(keyPEM), "client_email": "groundwork@" + gcpfake.Project + ".iam.gserviceaccount.com",
+		"client_id": "1", "token_uri": tokens.URL + "/token"})
+	return saKey
 }

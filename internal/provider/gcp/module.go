@@ -90,6 +90,8 @@ type accountCredentials struct {
 // accountConfig is what a GCP account's public config may say.
 type accountConfig struct {
 	ProjectID string `json:"projectId"`
+	// TargetServiceAccount is the service account authMethod impersonation acts as.
+	TargetServiceAccount string `json:"targetServiceAccount"`
 	// Endpoints replace Google's per service host name (test targets, emulators, private
 	// service connect endpoints).
 	Endpoints map[string]string `json:"endpoints"`
@@ -119,7 +121,8 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		_ = json.Unmarshal(acc.Config, &cfg) // unknown shapes mean "no overrides"
 	}
 	a := Account{AuthMethod: AuthMethod(acc.AuthMethod), ProjectID: cfg.ProjectID, Region: sp.Region,
-		Endpoints: cfg.Endpoints, Outbound: m.o.Outbound, Poll: m.o.Poll, SecretManager: cfg.SecretManager}
+		Endpoints: cfg.Endpoints, Outbound: m.o.Outbound, Poll: m.o.Poll, SecretManager: cfg.SecretManager,
+		TargetServiceAccount: cfg.TargetServiceAccount}
 	if a.Region == "" {
 		a.Region = acc.Region
 	}
@@ -140,7 +143,7 @@ func (m *Module) ClientFor(ctx context.Context, orgID, spaceID string) (*Client,
 		eps = append(eps, h+"="+u)
 	}
 	sort.Strings(eps)
-	key := strings.Join([]string{acc.ID, a.Region, a.ProjectID, string(a.AuthMethod), strings.Join(eps, ","),
+	key := strings.Join([]string{acc.ID, a.Region, a.ProjectID, string(a.AuthMethod), a.TargetServiceAccount, strings.Join(eps, ","),
 		fmt.Sprint(a.SecretManager), hex.EncodeToString(sum[:])}, "|")
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -33,7 +33,7 @@ var Hosts = []string{
 	"compute.googleapis.com", "dns.googleapis.com", "artifactregistry.googleapis.com",
 	"sqladmin.googleapis.com", "redis.googleapis.com", "secretmanager.googleapis.com",
 	"container.googleapis.com", "iam.googleapis.com", "cloudresourcemanager.googleapis.com",
-	"servicenetworking.googleapis.com",
+	"servicenetworking.googleapis.com", "iamcredentials.googleapis.com",
 }
 
 // Resource is one thing the fake project holds.
@@ -71,6 +71,8 @@ func (r Resource) Labels() map[string]string {
 type Call struct {
 	Service, Method, Path string
 	Status                int
+	// Token is the bearer token the request carried ("" without one).
+	Token string
 }
 
 // Cloud is one fake project.
@@ -154,7 +156,8 @@ func (c *Cloud) serve(host string, w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		c.mu.Lock()
-		c.calls = append(c.calls, Call{Service: host, Method: r.Method, Path: r.URL.Path, Status: rec.status})
+		c.calls = append(c.calls, Call{Service: host, Method: r.Method, Path: r.URL.Path, Status: rec.status,
+			Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")})
 		c.mu.Unlock()
 	}()
 	c.mu.Lock()

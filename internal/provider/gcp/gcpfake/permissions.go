@@ -120,6 +120,9 @@ var permissions = []permission{
 	p("container.googleapis.com", http.MethodPut, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools/`+seg, "container.clusters.update"),
 	p("container.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/locations/`+seg+`/operations/`+seg, "container.operations.get"),
 
+	// IAM Credentials: minting a service account's token is acting as it.
+	p(HostIAMCredentials, http.MethodPost, `/v1/projects/-/serviceAccounts/`+seg+`:generateAccessToken`, "iam.serviceAccounts.getAccessToken"),
+
 	// IAM and the project's policy.
 	p("iam.googleapis.com", http.MethodPost, `/v1/projects/`+seg+`/serviceAccounts`, "iam.serviceAccounts.create"),
 	p("iam.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/serviceAccounts`, "iam.serviceAccounts.list"),
