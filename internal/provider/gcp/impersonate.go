@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
-	iamcredentials "google.golang.org/api/iamcredentials/v1"
 	"google.golang.org/api/googleapi"
+	iamcredentials "google.golang.org/api/iamcredentials/v1"
 	"google.golang.org/api/option"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
