@@ -2,15 +2,7 @@ package aws
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/acm"
 	acmtypes "github.com/aws/aws-sdk-go-v2/service/acm/types"
@@ -19,6 +11,7 @@ import (
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/provider/selfsigned"
 )
 
 // LBSpec asks for an internet-facing ALB in front of a VM pool.
@@ -268,7 +261,7 @@ func (p *Provider) EnsureCertificate(ctx context.Context, t Tags, certARN, domai
 		return arn, found, err
 	}
 	t = t.WithRole("certificate")
-	certPEM, keyPEM, err := selfSignedCert(domain)
+	certPEM, keyPEM, err := selfsigned.Certificate(domain)
 	if err != nil {
 		return "", false, fault.System(err)
 	}
@@ -291,35 +284,6 @@ func (p *Provider) EnsureCertificate(ctx context.Context, t Tags, certARN, domai
 		return "", false, p.classify(err, false)
 	}
 	return arn, true, nil
-}
-
-func selfSignedCert(domain string) (certPEM, keyPEM []byte, err error) {
-	if domain == "" {
-		domain = "groundwork.invalid"
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("generate key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		return nil, nil, fmt.Errorf("serial: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: domain, Organization: []string{"Groundwork self-signed"}},
-		DNSNames: []string{domain}, NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("create certificate: %w", err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("marshal key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
 }
 
 // AttachLB puts the pool behind the target group: the ASG is attached (new instances register

@@ -54,9 +54,9 @@ func (d DNSZoneDriver) zoneOf(id string) (string, error) {
 	return zone, nil
 }
 
-// networkURL is the network a private zone is visible from: a recorded network id
-// (projects/p/global/networks/n) or a full self link.
-func networkURL(id string) string {
+// networkURL is the self link of a compute resource name (projects/p/global/networks/n, as
+// ids are recorded), or the self link itself.
+func selfLink(id string) string {
 	if strings.HasPrefix(id, "https://") {
 		return id
 	}
@@ -90,7 +90,7 @@ func (d DNSZoneDriver) EnsureZone(ctx context.Context, j *job.Job, cfg dnszone.C
 			if cfg.Private {
 				mz.Visibility = "private"
 				mz.PrivateVisibilityConfig = &dns.ManagedZonePrivateVisibilityConfig{
-					Networks: []*dns.ManagedZonePrivateVisibilityConfigNetwork{{NetworkUrl: networkURL(cfg.VPCID)}}}
+					Networks: []*dns.ManagedZonePrivateVisibilityConfigNetwork{{NetworkUrl: selfLink(cfg.VPCID)}}}
 			}
 			z, err := s.ManagedZones.Create(d.C.ProjectID, mz).Context(ctx).Do()
 			got = z

@@ -149,7 +149,7 @@ func (d KubernetesDriver) subnet(s *compute.Service, j *job.Job) Resource {
 		},
 		Create: func(ctx context.Context) (string, error) {
 			return startCompute(s.Subnetworks.Insert(p, r, &compute.Subnetwork{Name: n, Description: description(j, roleK8sSubnet),
-				Network: networkURL(d.networkID(j)), IpCidrRange: nodesCIDR, PrivateIpGoogleAccess: true,
+				Network: selfLink(d.networkID(j)), IpCidrRange: nodesCIDR, PrivateIpGoogleAccess: true,
 				SecondaryIpRanges: []*compute.SubnetworkSecondaryRange{
 					{RangeName: podsRange, IpCidrRange: podsCIDR}, {RangeName: servicesRng, IpCidrRange: servicesCIDR}}}).
 				RequestId(requestID(j, "create subnetwork")).Context(ctx).Do())

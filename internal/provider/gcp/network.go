@@ -104,7 +104,7 @@ func (n Network) data(ops Ops) map[string]any {
 type networkRef struct{ Project, Name string }
 
 func (r networkRef) ID() string       { return "projects/" + r.Project + "/global/networks/" + r.Name }
-func (r networkRef) SelfLink() string { return networkURL(r.ID()) }
+func (r networkRef) SelfLink() string { return selfLink(r.ID()) }
 
 func parseNetwork(id string) (networkRef, bool) {
 	s := strings.TrimPrefix(id, "https://www.googleapis.com/compute/v1/")

@@ -336,12 +336,12 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 		// The proxies use the URL map, which uses the backend service.
 		ops = append(append(ops, crud("compute.urlMaps")...), "compute.urlMaps.use", "compute.backendServices.use")
 		rules := 0
-		if hasPort(c.ListenerPorts, 80) {
+		if slices.Contains(c.ListenerPorts, 80) {
 			rules++
 			create("google_compute_target_http_proxy", name(j, roleHTTP), 1)
 			ops = append(append(ops, crud("compute.targetHttpProxies")...), "compute.targetHttpProxies.use")
 		}
-		if hasPort(c.ListenerPorts, 443) {
+		if slices.Contains(c.ListenerPorts, 443) {
 			rules++
 			create("google_compute_target_https_proxy", name(j, roleHTTPS), 1)
 			ops = append(append(ops, crud("compute.targetHttpsProxies")...), "compute.targetHttpsProxies.use", "compute.sslCertificates.get")

@@ -2,18 +2,11 @@ package gcp
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	crm "google.golang.org/api/cloudresourcemanager/v3"
 	compute "google.golang.org/api/compute/v1"
@@ -24,6 +17,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 	"github.com/groundworkhq/groundwork/internal/provider/aws/cloudinit"
+	"github.com/groundworkhq/groundwork/internal/provider/selfsigned"
 )
 
 // Name roles of a VM pool's resources.
@@ -87,9 +81,6 @@ func (m *Module) VMPoolDriver(ctx context.Context, j *job.Job) (vmpool.Driver, e
 	}
 	return VMPoolDriver{C: c}, nil
 }
-
-// link is the self link of a resource name ("projects/p/global/...").
-func link(name string) string { return "https://www.googleapis.com/compute/v1/" + name }
 
 func (d VMPoolDriver) global(kind, n string) string {
 	return "projects/" + d.C.ProjectID + "/global/" + kind + "/" + n
@@ -242,9 +233,9 @@ func (d VMPoolDriver) template(s *compute.Service, j *job.Job, c vmpool.Config, 
 		if image == "" {
 			image = defaultImage
 		}
-		nic := &compute.NetworkInterface{Network: link(strings.TrimPrefix(n.VPCID, "/"))}
+		nic := &compute.NetworkInterface{Network: selfLink(strings.TrimPrefix(n.VPCID, "/"))}
 		if len(n.PrivateSubnetIDs) > 0 {
-			nic.Subnetwork = link(n.PrivateSubnetIDs[0])
+			nic.Subnetwork = selfLink(n.PrivateSubnetIDs[0])
 		}
 		t := "true"
 		props = &compute.InstanceProperties{MachineType: c.InstanceType, Labels: labels(j, roleVMs),
@@ -286,7 +277,7 @@ func (d VMPoolDriver) EnsureLaunchTemplate(ctx context.Context, j *job.Job, c vm
 	if err != nil {
 		return vmpool.LaunchTemplate{}, err
 	}
-	rs := append(d.firewalls(s, j, c, link(strings.TrimPrefix(n.VPCID, "/"))), t)
+	rs := append(d.firewalls(s, j, c, selfLink(strings.TrimPrefix(n.VPCID, "/"))), t)
 	if err := d.awaitAll(ctx, "instance template of "+j.ID, false, rs...); err != nil {
 		return vmpool.LaunchTemplate{}, err
 	}
@@ -346,7 +337,7 @@ func (d VMPoolDriver) mig(s *compute.Service, j *job.Job, c vmpool.Config, tmpl 
 	p, region := d.C.ProjectID, d.C.Region
 	// The autoscaler is named as its group: they are one thing to the user.
 	mname, aname := name(j, roleMIG), name(j, roleMIG)
-	migLink := link("projects/" + p + "/regions/" + region + "/instanceGroupManagers/" + mname)
+	migLink := selfLink("projects/" + p + "/regions/" + region + "/instanceGroupManagers/" + mname)
 	return []keyed{
 		{"mig", d.resource(s, j, "mig", "instance group manager "+mname,
 			func(ctx context.Context) (string, error) {
@@ -357,7 +348,7 @@ func (d VMPoolDriver) mig(s *compute.Service, j *job.Job, c vmpool.Config, tmpl 
 				return v.Description, nil
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.RegionInstanceGroupManagers.Insert(p, region, &compute.InstanceGroupManager{Name: mname,
-					Description: description(j, roleMIG), BaseInstanceName: name(j, roleVMs), InstanceTemplate: link(tmpl),
+					Description: description(j, roleMIG), BaseInstanceName: name(j, roleVMs), InstanceTemplate: selfLink(tmpl),
 					TargetSize: int64(c.Desired), NamedPorts: []*compute.NamedPort{{Name: "http", Port: int64(c.HealthCheckPort)}},
 					ForceSendFields: []string{"TargetSize"}}).RequestId(rid).Context(ctx).Do()
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
@@ -396,7 +387,7 @@ func (d VMPoolDriver) instance(s *compute.Service, j *job.Job, i int, tmpl strin
 			return v.Description, nil
 		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 			return s.Instances.Insert(p, zone, &compute.Instance{Name: iname, Description: description(j, roleVMs)}).
-				SourceInstanceTemplate(link(tmpl)).RequestId(rid).Context(ctx).Do()
+				SourceInstanceTemplate(selfLink(tmpl)).RequestId(rid).Context(ctx).Do()
 		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 			return s.Instances.Delete(p, zone, iname).RequestId(rid).Context(ctx).Do()
 		})}
@@ -665,7 +656,7 @@ func (d VMPoolDriver) backend(s *compute.Service, j *job.Job, c vmpool.Config) [
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.BackendServices.Insert(p, &compute.BackendService{Name: bs, Description: description(j, roleBackend),
 					LoadBalancingScheme: "EXTERNAL_MANAGED", Protocol: "HTTP", PortName: "http", TimeoutSec: 30,
-					HealthChecks: []string{link(d.global("healthChecks", hc))}}).RequestId(rid).Context(ctx).Do()
+					HealthChecks: []string{selfLink(d.global("healthChecks", hc))}}).RequestId(rid).Context(ctx).Do()
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.BackendServices.Delete(p, bs).RequestId(rid).Context(ctx).Do()
 			})},
@@ -717,9 +708,9 @@ func (d VMPoolDriver) group(s *compute.Service, j *job.Job, c vmpool.Config, net
 // poolGroup is the instance group the backend service sends to.
 func (d VMPoolDriver) poolGroup(j *job.Job, c vmpool.Config) string {
 	if c.Mode == "asg" {
-		return link("projects/" + d.C.ProjectID + "/regions/" + d.C.Region + "/instanceGroups/" + name(j, roleMIG))
+		return selfLink("projects/" + d.C.ProjectID + "/regions/" + d.C.Region + "/instanceGroups/" + name(j, roleMIG))
 	}
-	return link("projects/" + d.C.ProjectID + "/zones/" + d.C.Zone() + "/instanceGroups/" + name(j, roleGroup))
+	return selfLink("projects/" + d.C.ProjectID + "/zones/" + d.C.Zone() + "/instanceGroups/" + name(j, roleGroup))
 }
 
 // setBackends makes the backend service send to groups (none: to nothing), with one patch
@@ -781,7 +772,7 @@ func (d VMPoolDriver) AttachLB(ctx context.Context, j *job.Job, c vmpool.Config,
 		var refs []*compute.InstanceReference
 		for _, v := range vms {
 			if zone, iname, ok := parseVMID(v.ID); ok {
-				refs = append(refs, &compute.InstanceReference{Instance: link("projects/" + d.C.ProjectID + "/zones/" + zone + "/instances/" + iname)})
+				refs = append(refs, &compute.InstanceReference{Instance: selfLink("projects/" + d.C.ProjectID + "/zones/" + zone + "/instances/" + iname)})
 			}
 		}
 		if err := d.C.await(ctx, "members of the instance group of "+j.ID, func() (bool, error) {
@@ -849,11 +840,11 @@ func (d VMPoolDriver) certificate(s *compute.Service, j *job.Job, c vmpool.Confi
 				cert.Type = "MANAGED"
 				cert.Managed = &compute.SslCertificateManagedSslCertificate{Domains: []string{strings.TrimSuffix(c.Domain, ".")}}
 			} else {
-				certPEM, keyPEM, err := selfSigned(j)
+				certPEM, keyPEM, err := selfsigned.Certificate("")
 				if err != nil {
 					return nil, fault.System(err)
 				}
-				cert.Type, cert.Certificate, cert.PrivateKey = "SELF_MANAGED", certPEM, keyPEM
+				cert.Type, cert.Certificate, cert.PrivateKey = "SELF_MANAGED", string(certPEM), string(keyPEM)
 			}
 			return s.SslCertificates.Insert(p, cert).RequestId(rid).Context(ctx).Do()
 		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
@@ -861,37 +852,15 @@ func (d VMPoolDriver) certificate(s *compute.Service, j *job.Job, c vmpool.Confi
 		})}
 }
 
-// selfSigned is a certificate and key for a pool without a domain: the listener serves TLS
-// from the start; clients that check names will not accept it, and the job says so.
-func selfSigned(j *job.Job) (string, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "groundwork " + j.ID},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(1, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return "", "", err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return "", "", err
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})), nil
-}
-
 // certificateOf is the 443 listener's certificate: the config's, or the job's.
 func (d VMPoolDriver) certificateOf(j *job.Job, c vmpool.Config) string {
 	if c.CertificateARN != "" {
 		if strings.Contains(c.CertificateARN, "/") {
-			return link(strings.TrimPrefix(strings.TrimPrefix(c.CertificateARN, "https://www.googleapis.com/compute/v1/"), "/"))
+			return selfLink(strings.TrimPrefix(strings.TrimPrefix(c.CertificateARN, "https://www.googleapis.com/compute/v1/"), "/"))
 		}
-		return link(d.global("sslCertificates", c.CertificateARN))
+		return selfLink(d.global("sslCertificates", c.CertificateARN))
 	}
-	return link(d.global("sslCertificates", name(j, roleCert)))
+	return selfLink(d.global("sslCertificates", name(j, roleCert)))
 }
 
 // listeners are the URL map and, per port, a target proxy and a forwarding rule.
@@ -906,15 +875,15 @@ func (d VMPoolDriver) listeners(s *compute.Service, j *job.Job, c vmpool.Config,
 			return v.Description, nil
 		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 			return s.UrlMaps.Insert(p, &compute.UrlMap{Name: um, Description: description(j, roleURLMap),
-				DefaultService: link(d.global("backendServices", name(j, roleBackend)))}).RequestId(rid).Context(ctx).Do()
+				DefaultService: selfLink(d.global("backendServices", name(j, roleBackend)))}).RequestId(rid).Context(ctx).Do()
 		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 			return s.UrlMaps.Delete(p, um).RequestId(rid).Context(ctx).Do()
 		})}}
-	if hasPort(c.ListenerPorts, 443) && c.CertificateARN == "" {
+	if slices.Contains(c.ListenerPorts, 443) && c.CertificateARN == "" {
 		out = append(out, d.certificate(s, j, c))
 	}
 	for _, port := range []int32{80, 443} {
-		if !hasPort(c.ListenerPorts, port) {
+		if !slices.Contains(c.ListenerPorts, port) {
 			continue
 		}
 		role := roleHTTP
@@ -943,10 +912,10 @@ func (d VMPoolDriver) listeners(s *compute.Service, j *job.Job, c vmpool.Config,
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				if port == 443 {
 					return s.TargetHttpsProxies.Insert(p, &compute.TargetHttpsProxy{Name: proxy, Description: description(j, role),
-						UrlMap: link(d.global("urlMaps", um)), SslCertificates: []string{d.certificateOf(j, c)}}).RequestId(rid).Context(ctx).Do()
+						UrlMap: selfLink(d.global("urlMaps", um)), SslCertificates: []string{d.certificateOf(j, c)}}).RequestId(rid).Context(ctx).Do()
 				}
 				return s.TargetHttpProxies.Insert(p, &compute.TargetHttpProxy{Name: proxy, Description: description(j, role),
-					UrlMap: link(d.global("urlMaps", um))}).RequestId(rid).Context(ctx).Do()
+					UrlMap: selfLink(d.global("urlMaps", um))}).RequestId(rid).Context(ctx).Do()
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				if port == 443 {
 					return s.TargetHttpsProxies.Delete(p, proxy).RequestId(rid).Context(ctx).Do()
@@ -963,21 +932,12 @@ func (d VMPoolDriver) listeners(s *compute.Service, j *job.Job, c vmpool.Config,
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.GlobalForwardingRules.Insert(p, &compute.ForwardingRule{Name: rule, Description: description(j, role+"-rule"),
 					IPAddress: ip, IPProtocol: "TCP", PortRange: strconv.Itoa(int(port)), LoadBalancingScheme: "EXTERNAL_MANAGED",
-					Target: link(d.global(proxyKind, proxy)), Labels: labels(j, role+"-rule")}).RequestId(rid).Context(ctx).Do()
+					Target: selfLink(d.global(proxyKind, proxy)), Labels: labels(j, role+"-rule")}).RequestId(rid).Context(ctx).Do()
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.GlobalForwardingRules.Delete(p, rule).RequestId(rid).Context(ctx).Do()
 			})})
 	}
 	return out
-}
-
-func hasPort(ports []int32, p int32) bool {
-	for _, x := range ports {
-		if x == p {
-			return true
-		}
-	}
-	return false
 }
 
 // EnsureListeners implements vmpool.Driver.
@@ -999,7 +959,7 @@ func (d VMPoolDriver) EnsureListeners(ctx context.Context, j *job.Job, c vmpool.
 			lb.ListenerIDs = append(lb.ListenerIDs, d.global("forwardingRules", name(j, strings.TrimPrefix(r.key, "rule ")+"-rule")))
 		}
 	}
-	if hasPort(c.ListenerPorts, 443) {
+	if slices.Contains(c.ListenerPorts, 443) {
 		lb.CertificateID = strings.TrimPrefix(d.certificateOf(j, c), "https://www.googleapis.com/compute/v1/")
 		lb.SelfSigned = c.CertificateARN == "" && c.Domain == ""
 	}

@@ -76,7 +76,7 @@ func (c *Cloud) RegisterCompute(k ComputeCollection) {
 		WriteJSON(w, http.StatusOK, out)
 	})
 	c.Handle(HostCompute, "GET "+base+"/{name}", func(w http.ResponseWriter, r *http.Request) {
-		if res, ok := c.computeGet(w, r, k); ok {
+		if res, ok := c.ComputeGet(w, r, k); ok {
 			WriteJSON(w, http.StatusOK, res.Body)
 		}
 	})
@@ -90,7 +90,7 @@ func (c *Cloud) computePatch(w http.ResponseWriter, r *http.Request, k ComputeCo
 	if c.replayed(w, r) {
 		return
 	}
-	res, ok := c.computeGet(w, r, k)
+	res, ok := c.ComputeGet(w, r, k)
 	if !ok {
 		return
 	}
@@ -114,12 +114,8 @@ func (c *Cloud) computePatch(w http.ResponseWriter, r *http.Request, k ComputeCo
 }
 
 // ComputeGet reads the resource the request's path names, answering 404 when it is not
-// there; handlers of a collection's custom verbs use it.
+// there; handlers of a collection's custom verbs use it too.
 func (c *Cloud) ComputeGet(w http.ResponseWriter, r *http.Request, k ComputeCollection) (Resource, bool) {
-	return c.computeGet(w, r, k)
-}
-
-func (c *Cloud) computeGet(w http.ResponseWriter, r *http.Request, k ComputeCollection) (Resource, bool) {
 	if !c.ownProject(w, r) {
 		return Resource{}, false
 	}
@@ -220,7 +216,7 @@ func (c *Cloud) computeDelete(w http.ResponseWriter, r *http.Request, k ComputeC
 	if c.replayed(w, r) {
 		return
 	}
-	res, ok := c.computeGet(w, r, k)
+	res, ok := c.ComputeGet(w, r, k)
 	if !ok {
 		return
 	}
