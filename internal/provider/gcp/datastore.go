@@ -268,7 +268,8 @@ func (n DatastoreNetwork) Delete(ctx context.Context, p dspipe.NetworkParams) (b
 		// A network the job names is not the job's; a vpcID that is no network named none.
 		return true, nil
 	}
-	return NetworkDriver{C: pl.C}.DeleteNetwork(ctx, pl.J)
+	// The instance, the connection's only producer, was deleted by the step before.
+	return NetworkDriver{C: pl.C}.deleteNetwork(ctx, pl.J, teardown{psa: true, ownProducers: true})
 }
 
 // createWait bounds how long Create waits for a new instance's address, below the datastore

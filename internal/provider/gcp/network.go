@@ -536,6 +536,20 @@ func (d NetworkDriver) adopt(ctx context.Context, cfg network.Config) (network.R
 // each call reads the resources again, and a delete re-sent for one still there carries the
 // same requestId, which Google answers with the operation already under way.
 func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, error) {
+	return d.deleteNetwork(ctx, j, teardown{psa: true})
+}
+
+// teardown says what a network's deletion finds of private services access.
+type teardown struct {
+	// psa: the network was made with private services access (ensure's psa).
+	psa bool
+	// ownProducers: the only producers on the connection were the job's own, deleted by
+	// an earlier step (a datastore's instance), so a connection Google still holds is
+	// released on its own in a few minutes rather than the user's to free.
+	ownProducers bool
+}
+
+func (d NetworkDriver) deleteNetwork(ctx context.Context, j *job.Job, o teardown) (bool, error) {
 	cfg, _ := network.DecodeConfig(j.Config)
 	if cfg.VPCID != "" {
 		return true, nil
@@ -559,8 +573,7 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 	if err != nil {
 		return false, d.C.Classify(err)
 	}
-	// A VM pool's network is made without private services access (see ensure).
-	if st.Found && st.Ours && j.Family != job.FamilyVMPool {
+	if st.Found && st.Ours && o.psa {
 		svc, err := d.C.serviceNetworking(ctx)
 		if err != nil {
 			return false, err
@@ -580,10 +593,7 @@ func (d NetworkDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, err
 			switch {
 			case !errors.As(err, &ge) || ge.Code != http.StatusBadRequest:
 				return err
-			case j.Family == job.FamilyDatastore:
-				// The datastore's own instance, the connection's only producer, was deleted
-				// by the step before; Google releases the connection some minutes after
-				// the instance is gone, so this passes on its own.
+			case o.ownProducers:
 				return fault.Transient(fmt.Errorf("private services access of %s is still held after its instance was deleted: %w", own.ID(), err))
 			}
 			return fault.UserAction(fmt.Errorf("private services access of %s: %w", own.ID(), err), "NetworkInUseByServices",

@@ -157,7 +157,8 @@ func (d VMPoolDriver) DeleteNetwork(ctx context.Context, j *job.Job) (bool, erro
 	if c.VPCID != "" {
 		return true, nil
 	}
-	return NetworkDriver{C: d.C}.DeleteNetwork(ctx, j)
+	// The pool's network was made without private services access (EnsureNetwork).
+	return NetworkDriver{C: d.C}.deleteNetwork(ctx, j, teardown{})
 }
 
 // EnsureIAM implements vmpool.Driver: the VMs' service account with VMRoles on the project;
