@@ -273,7 +273,7 @@ func (p *Pipeline) Steps(j *job.Job) []pipeline.Step {
 		)
 	}
 	return append(list,
-		pipeline.Step{Name: StepRegisterSpace, Do: p.registerSpace, Undo: p.undoRegisterSpace},
+		pipeline.Step{Name: StepRegisterSpace, Do: p.load.Do(p.registerSpace), Undo: p.undoRegisterSpace},
 		p.finalize(j),
 	)
 }
@@ -476,22 +476,21 @@ func (p *Pipeline) undoDNSRecord(ctx context.Context, r *pipeline.Run, _ Config,
 	return pipeline.Done(map[string]any{InfraDNS: nil}), d.DeleteDNS(ctx, rec["zoneID"], rec["name"], lb)
 }
 
-// execMode is how commands reach a pool's VMs on provider: SSM Run Command on AWS, and on
-// GCP SSH with OS Login through Identity-Aware Proxy's TCP forwarding (the VMs have no
-// external address).
-func execMode(provider string) string {
-	if provider == "gcp" {
-		return "OSLogin+IAP"
-	}
-	return "SSM"
+// ExecChannel is a driver that says how commands reach its VMs (SSM Run Command; SSH with OS
+// Login through IAP), which the pool's space records.
+type ExecChannel interface {
+	ExecMode() string
 }
 
-func (p *Pipeline) registerSpace(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+func (p *Pipeline) registerSpace(ctx context.Context, r *pipeline.Run, _ Config, d Driver) (pipeline.Result, error) {
 	vms, err := pipeline.InfraOf[[]VM](r, InfraVMs)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	space := map[string]any{"kind": "vm_pool", "execMode": execMode(r.Job.Provider), "vmCount": len(vms)}
+	space := map[string]any{"kind": "vm_pool", "vmCount": len(vms)}
+	if ec, ok := d.(ExecChannel); ok {
+		space["execMode"] = ec.ExecMode()
+	}
 	var lb LoadBalancer
 	if ok, _ := r.Infra(InfraLoadBalancer, &lb); ok {
 		space["endpoint"] = lb.DNSName

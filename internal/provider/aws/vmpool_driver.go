@@ -20,7 +20,11 @@ type VMPoolDriver struct {
 var (
 	_ vmpool.Driver        = VMPoolDriver{}
 	_ vmpool.ConsoleReader = VMPoolDriver{}
+	_ vmpool.ExecChannel   = VMPoolDriver{}
 )
+
+// ExecMode implements vmpool.ExecChannel: commands reach the VMs through SSM Run Command.
+func (VMPoolDriver) ExecMode() string { return "SSM" }
 
 func (d VMPoolDriver) EnsureNetwork(ctx context.Context, j *job.Job, c vmpool.Config) (vmpool.Network, error) {
 	n, err := d.P.EnsureNetwork(ctx, NetworkSpec{Tags: JobTags(j), ExistingVPCID: c.VPCID, ExistingSubnetIDs: c.SubnetIDs})

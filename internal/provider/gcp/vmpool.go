@@ -71,7 +71,12 @@ type VMPoolDriver struct{ C *Client }
 var (
 	_ vmpool.Driver        = VMPoolDriver{}
 	_ vmpool.ConsoleReader = VMPoolDriver{}
+	_ vmpool.ExecChannel   = VMPoolDriver{}
 )
+
+// ExecMode implements vmpool.ExecChannel: SSH with OS Login through Identity-Aware Proxy's
+// TCP forwarding, as the VMs have no external address.
+func (VMPoolDriver) ExecMode() string { return "OSLogin+IAP" }
 
 // VMPoolDriver implements provider.VMPoolDrivers.
 func (m *Module) VMPoolDriver(ctx context.Context, j *job.Job) (vmpool.Driver, error) {
