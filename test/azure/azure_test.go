@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
@@ -18,7 +17,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	azp "github.com/groundworkhq/groundwork/internal/provider/azure"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
-	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -81,57 +79,28 @@ func newSpaceWith(t *testing.T, cl *client.Client, url string, spaceConfig map[s
 
 func (e *env) create(t *testing.T, kind, config string) *job.Job {
 	t.Helper()
-	var j job.Job
-	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs",
-		map[string]any{"spaceID": e.space.ID, "kind": kind, "config": json.RawMessage(config)}, &j); err != nil {
-		t.Fatalf("create %s job: %v", kind, err)
-	}
-	return &j
+	return apptest.Jobs{Client: e.s.Client}.Create(t, e.space.ID, kind, config)
 }
 
 func getJob(t *testing.T, c *client.Client, id string) *job.Job {
 	t.Helper()
-	var j job.Job
-	if err := c.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &j); err != nil {
-		t.Fatalf("get job %s: %v", id, err)
-	}
-	return &j
+	return apptest.Jobs{Client: c}.Get(t, id)
 }
 
 // waitFor polls the job until cond holds; a job that ends otherwise ends the test.
 func waitFor(t *testing.T, c *client.Client, id string, what string, cond func(*job.Job) bool) *job.Job {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		j := getJob(t, c, id)
-		if cond(j) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.MarshalIndent(j, "", " ")
-			t.Fatalf("job %s is not %s:\n%s", id, what, b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return apptest.Jobs{Client: c}.WaitFor(t, id, what, cond)
 }
 
 func waitStatus(t *testing.T, c *client.Client, id string, want job.Status) *job.Job {
 	t.Helper()
-	return waitFor(t, c, id, string(want), func(j *job.Job) bool {
-		if j.Status == job.StatusFailed && want != job.StatusFailed {
-			b, _ := json.MarshalIndent(j, "", " ")
-			t.Fatalf("job %s failed:\n%s", id, b)
-		}
-		return j.Status == want
-	})
+	return apptest.Jobs{Client: c}.WaitStatus(t, id, want)
 }
 
 func (e *env) teardown(t *testing.T, id string) {
 	t.Helper()
-	if err := e.s.Client.Do(testCtx(t), http.MethodDelete, "/api/provisioning-jobs/"+id, nil, nil); err != nil {
-		t.Fatalf("delete %s: %v", id, err)
-	}
-	waitStatus(t, e.s.Client, id, job.StatusDeleted)
+	apptest.Jobs{Client: e.s.Client}.Teardown(t, id)
 }
 
 // tagged lists the resources of the subscription that carry the job's tag, by type.
@@ -335,29 +304,9 @@ func TestDatastorePasswordInKeyVault(t *testing.T) {
 	}
 }
 
-// checkClusterSpace finds the space a kubernetes job registered for its AKS cluster: reached
-// with tokens minted from the account (nothing long-lived stored), at the cluster's endpoint,
-// trusting its CA.
 func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
 	t.Helper()
-	var infra struct {
-		Space struct {
-			ID string `json:"id"`
-		} `json:"space"`
-	}
-	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.Space.ID == "" {
-		t.Fatalf("the cluster job recorded no space: %s (%v)", j.Infra, err)
-	}
-	var sp store.Space
-	if err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/spaces/"+infra.Space.ID, nil, &sp); err != nil {
-		t.Fatalf("the cluster's space: %v", err)
-	}
-	cl, ok, err := api.SpaceClusterOf(&sp)
-	if err != nil || !ok || cl.Auth != kube.AuthCloudToken || cl.CredentialRef != "" || !strings.HasPrefix(cl.Endpoint, "https://") ||
-		len(cl.CAData) == 0 || sp.SpaceType != "kubernetes" || sp.Provider != "azure" {
-		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
-	}
-	return sp.ID
+	return apptest.ClusterSpace(t, e.s.Client, j, "azure")
 }
 
 // A plan of an Azure job, through the API: every step's actions are known, and the policy is

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
@@ -20,7 +19,6 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	gp "github.com/groundworkhq/groundwork/internal/provider/gcp"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
-	"github.com/groundworkhq/groundwork/internal/provider/kube"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -127,28 +125,9 @@ func checkPool(t *testing.T, e *env, j *job.Job, made map[string]int) {
 	}
 }
 
-// checkClusterSpace checks the space a cluster job registered: a kubernetes space on GCP,
-// reached with a token minted from the account (nothing stored) at the cluster's endpoint.
 func checkClusterSpace(t *testing.T, e *env, j *job.Job) string {
 	t.Helper()
-	var infra struct {
-		Space struct {
-			ID string `json:"id"`
-		} `json:"space"`
-	}
-	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.Space.ID == "" {
-		t.Fatalf("the cluster job recorded no space: %s (%v)", j.Infra, err)
-	}
-	var sp store.Space
-	if err := e.s.Client.Do(testCtx(t), http.MethodGet, "/api/spaces/"+infra.Space.ID, nil, &sp); err != nil {
-		t.Fatalf("the cluster's space: %v", err)
-	}
-	cl, ok, err := api.SpaceClusterOf(&sp)
-	if err != nil || !ok || cl.Auth != kube.AuthCloudToken || cl.CredentialRef != "" || !strings.HasPrefix(cl.Endpoint, "https://") ||
-		len(cl.CAData) == 0 || sp.SpaceType != "kubernetes" || sp.Provider != "gcp" {
-		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
-	}
-	return sp.ID
+	return apptest.ClusterSpace(t, e.s.Client, j, "gcp")
 }
 
 // Each family a GCP space offers: the job completes through the server, what it made
@@ -248,6 +227,16 @@ func TestErrorClassesEndToEnd(t *testing.T) {
 			j := e.jobs.Create(t, e.space.ID, "dns_zone", `{"domain":"errors.example.com"}`)
 			if tc.failCode == "" {
 				e.jobs.WaitStatus(t, j.ID, job.StatusCompleted)
+				// The job completed through the refusals, not around them.
+				refused := 0
+				for _, call := range e.cloud.Calls() {
+					if call.Status == http.StatusServiceUnavailable {
+						refused++
+					}
+				}
+				if refused != 2 {
+					t.Fatalf("%d calls answered 503, want the 2 injected", refused)
+				}
 				return
 			}
 			j = e.jobs.WaitStatus(t, j.ID, job.StatusFailed)

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/api"
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/provider/kube"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // Jobs drives provisioning jobs through a server's API, for the cloud suites' end-to-end
@@ -86,4 +90,29 @@ func (js Jobs) Teardown(t testing.TB, id string) {
 		t.Fatalf("delete %s: %v", id, err)
 	}
 	js.WaitStatus(t, id, job.StatusDeleted)
+}
+
+// ClusterSpace checks the space a cluster job on provider registered, and returns its id: a
+// kubernetes space reached with a token minted from the cloud account (nothing stored) at
+// the cluster's https endpoint with its CA.
+func ClusterSpace(t testing.TB, c *client.Client, j *job.Job, provider string) string {
+	t.Helper()
+	var infra struct {
+		Space struct {
+			ID string `json:"id"`
+		} `json:"space"`
+	}
+	if err := json.Unmarshal(j.Infra, &infra); err != nil || infra.Space.ID == "" {
+		t.Fatalf("the cluster job recorded no space: %s (%v)", j.Infra, err)
+	}
+	var sp store.Space
+	if err := c.Do(context.Background(), http.MethodGet, "/api/spaces/"+infra.Space.ID, nil, &sp); err != nil {
+		t.Fatalf("the cluster's space: %v", err)
+	}
+	cl, ok, err := api.SpaceClusterOf(&sp)
+	if err != nil || !ok || cl.Auth != kube.AuthCloudToken || cl.CredentialRef != "" || !strings.HasPrefix(cl.Endpoint, "https://") ||
+		len(cl.CAData) == 0 || sp.SpaceType != "kubernetes" || sp.Provider != provider {
+		t.Fatalf("the cluster's space: %+v, cluster %+v (%v %v)", sp, cl, ok, err)
+	}
+	return sp.ID
 }
