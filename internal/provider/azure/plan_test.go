@@ -23,24 +23,10 @@ import (
 	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
 )
 
-// runMarked drives steps forward, then their undos last first, as the engine does (again
-// after a wait or a transient error), and returns the actions the cloud saw during each
-// step, by step name.
+// runMarked runs the steps and their undos and returns what each step's requests needed.
 func runMarked(ctx context.Context, t *testing.T, cloud *azurefake.Cloud, j *job.Job, steps []pipeline.Step) map[string][]string {
 	t.Helper()
-	seen := map[string][]string{}
-	for _, undo := range []bool{false, true} {
-		for i := range steps {
-			s := steps[i]
-			if undo {
-				s = steps[len(steps)-1-i]
-			}
-			mark := cloud.Mark()
-			drivertest.RunStep(ctx, t, j, s, undo, nil)
-			seen[s.Name] = append(seen[s.Name], cloud.ActionsSince(mark)...)
-		}
-	}
-	return seen
+	return drivertest.RunMarked(ctx, t, drivertest.MarkerOf(cloud.Mark, cloud.ActionsSince), j, steps)
 }
 
 // TestPlanListsEveryActionAPipelineCalls runs each family's create and teardown against the

@@ -79,3 +79,40 @@ func Until(ctx context.Context, t testing.TB, what string, f func() (bool, error
 		}
 	}
 }
+
+// Marker is a test cloud that notes what each request needed (an IAM permission, an RBAC
+// action): Mark is where the requests served so far end, Since what came after a mark.
+type Marker interface {
+	Mark() int
+	Since(mark int) []string
+}
+
+// RunMarked runs every step's Do in order, then every Undo last first (RunStep), and returns
+// what each step's requests needed, by step name, as cloud notes it.
+func RunMarked(ctx context.Context, t testing.TB, cloud Marker, j *job.Job, steps []pipeline.Step) map[string][]string {
+	t.Helper()
+	seen := map[string][]string{}
+	for _, undo := range []bool{false, true} {
+		for i := range steps {
+			s := steps[i]
+			if undo {
+				s = steps[len(steps)-1-i]
+			}
+			mark := cloud.Mark()
+			RunStep(ctx, t, j, s, undo, nil)
+			seen[s.Name] = append(seen[s.Name], cloud.Since(mark)...)
+		}
+	}
+	return seen
+}
+
+// MarkerOf is a Marker of a cloud's Mark and its own since method.
+func MarkerOf(mark func() int, since func(int) []string) Marker { return marker{mark, since} }
+
+type marker struct {
+	mark  func() int
+	since func(int) []string
+}
+
+func (m marker) Mark() int               { return m.mark() }
+func (m marker) Since(mark int) []string { return m.since(mark) }

@@ -27,23 +27,10 @@ import (
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
-// runMarked runs every step's Do, then every Undo in reverse, each until it is done, and
-// returns the permissions each step's calls needed, as gcpfake notes them.
+// runMarked runs the steps and their undos and returns what each step's requests needed.
 func runMarked(ctx context.Context, t *testing.T, cloud *gcpfake.Cloud, j *job.Job, steps []pipeline.Step) map[string][]string {
 	t.Helper()
-	seen := map[string][]string{}
-	for _, undo := range []bool{false, true} {
-		for i := range steps {
-			s := steps[i]
-			if undo {
-				s = steps[len(steps)-1-i]
-			}
-			mark := cloud.Mark()
-			drivertest.RunStep(ctx, t, j, s, undo, nil)
-			seen[s.Name] = append(seen[s.Name], cloud.PermissionsSince(mark)...)
-		}
-	}
-	return seen
+	return drivertest.RunMarked(ctx, t, drivertest.MarkerOf(cloud.Mark, cloud.PermissionsSince), j, steps)
 }
 
 // Every permission a pipeline's steps were seen to need is in the plan of that step, and the
