@@ -17,10 +17,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
+	compute "google.golang.org/api/compute/v1"
 	"google.golang.org/api/option"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
@@ -104,6 +106,10 @@ type Client struct {
 	Account
 	http   *http.Client
 	tokens oauth2.TokenSource
+
+	computeOnce sync.Once
+	compute     *compute.Service
+	computeErr  error
 }
 
 // Open checks the account and makes its token source. Nothing is called yet.

@@ -11,13 +11,16 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 )
 
-// computeService opens Compute Engine with the account.
+// computeService is Compute Engine opened with the account, once per client: every step of
+// four families calls it, and the service (safe for concurrent use) holds nothing of a call.
 func (c *Client) computeService(ctx context.Context) (*compute.Service, error) {
-	s, err := compute.NewService(ctx, c.Options(ServiceCompute)...)
-	if err != nil {
-		return nil, fault.System(err)
+	c.computeOnce.Do(func() {
+		c.compute, c.computeErr = compute.NewService(context.WithoutCancel(ctx), c.Options(ServiceCompute)...)
+	})
+	if c.computeErr != nil {
+		return nil, fault.System(c.computeErr)
 	}
-	return s, nil
+	return c.compute, nil
 }
 
 // computeOpName is how a compute operation is recorded in Ops: its scope and name

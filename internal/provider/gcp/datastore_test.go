@@ -258,10 +258,10 @@ func TestCrashBetweenCreateAndCheckpointMakesOneInstance(t *testing.T) {
 			if _, err := datastoreOn(c).Network.Ensure(ctx, dspipe.NetworkParams{JobID: jobID, Engine: tc.engine}); err != nil {
 				t.Fatal(err)
 			}
-			crashing := *c
 			lost := false
-			crashing.http = &http.Client{Transport: lostAnswer{base: c.http.Transport, method: http.MethodPost, path: tc.path, lost: &lost}}
-			_, err := datastoreOn(&crashing).Servers.Create(ctx, p)
+			crashing := &Client{Account: c.Account, tokens: c.tokens,
+				http: &http.Client{Transport: lostAnswer{base: c.http.Transport, method: http.MethodPost, path: tc.path, lost: &lost}}}
+			_, err := datastoreOn(crashing).Servers.Create(ctx, p)
 			if !lost || fault.ClassOf(err) != job.ClassTransient {
 				t.Fatalf("create with its answer lost = %v (lost %v); want transient", err, lost)
 			}
