@@ -181,7 +181,7 @@ func (c *Cloud) computeInsert(w http.ResponseWriter, r *http.Request, k ComputeC
 	parent := c.computeParent(r, k.Scope)
 	full := parent + "/" + k.Name + "/" + name
 	if _, ok := c.Lookup(HostCompute, full); ok {
-		WriteError(w, http.StatusConflict, "ALREADY_EXISTS", fmt.Sprintf("The resource '%s' already exists", full), "alreadyExists")
+		AlreadyExists(w, full)
 		return
 	}
 	if k.Check != nil {
