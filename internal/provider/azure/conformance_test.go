@@ -61,7 +61,7 @@ func TestDriverConformance(t *testing.T) {
 			Refusal: drivertest.Refusal[kubernetes.Driver]{Class: job.ClassUserAction,
 				Call: func(ctx context.Context, d kubernetes.Driver, j *job.Job) error {
 					cloud.Unregister("Microsoft.ContainerService")
-					return ensureCluster(ctx, d, j, kubernetes.Config{Name: "refused",
+					return drivertest.EnsureCluster(ctx, d, j, kubernetes.Config{Name: "refused",
 						NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}})
 				}},
 			Options: opts,

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -38,41 +37,6 @@ func k8sJob(id string, cfg kubernetes.Config) *job.Job {
 	return &job.Job{ID: id, OrgID: "org_k8s", SpaceID: "spc_k8s", Family: job.FamilyKubernetes, Provider: Name, Config: raw}
 }
 
-// ensureCluster calls the driver as the pipeline's steps do, until the cluster is ready; a
-// transient error is retried as the engine would, any other is returned.
-func ensureCluster(ctx context.Context, d kubernetes.Driver, j *job.Job, cfg kubernetes.Config) error {
-	for {
-		err := func() error {
-			n, err := d.EnsureNetwork(ctx, j, cfg)
-			if err != nil || !n.Ready {
-				return err
-			}
-			r, err := d.EnsureRoles(ctx, j)
-			if err != nil {
-				return err
-			}
-			cl, err := d.EnsureCluster(ctx, j, cfg, n, r)
-			if err == nil && cl.Ready {
-				return errReady
-			}
-			return err
-		}()
-		switch {
-		case errors.Is(err, errReady):
-			return nil
-		case err != nil && fault.ClassOf(err) != job.ClassTransient:
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-}
-
-var errReady = errors.New("ready")
-
 // A subscription that has not registered Microsoft.ContainerService refuses the cluster; the
 // user is told the exact command that registers it.
 func TestClusterRefusedUnregisteredNamesTheCommand(t *testing.T) {
@@ -80,7 +44,7 @@ func TestClusterRefusedUnregisteredNamesTheCommand(t *testing.T) {
 	c, cloud := testClient(t)
 	cloud.Unregister("Microsoft.ContainerService")
 	cfg := kubernetes.Config{Name: "refused", NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}}
-	err := ensureCluster(testCtx(t), KubernetesDriver{C: c}, k8sJob("job_refused01", cfg), cfg)
+	err := drivertest.EnsureCluster(testCtx(t), KubernetesDriver{C: c}, k8sJob("job_refused01", cfg), cfg)
 	fe := fault.As(err)
 	if fe == nil || fe.Class != job.ClassUserAction || fe.Code != "MissingSubscriptionRegistration" {
 		t.Fatalf("error %v; want user_action MissingSubscriptionRegistration", err)
@@ -259,12 +223,12 @@ func TestEnsureClusterResizesAPool(t *testing.T) {
 		{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1},
 		{Name: "batch", InstanceType: "Standard_D4s_v5", Min: 1, Max: 2}}}
 	j := k8sJob("job_resize01", cfg)
-	if err := ensureCluster(ctx, d, j, cfg); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, j, cfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg.NodeGroups[0].Max = 3
 	cfg.NodeGroups[1].Max = 7
-	if err := ensureCluster(ctx, d, j, cfg); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, j, cfg); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := armcontainerservice.NewClientFactory(c.SubscriptionID, c.cred, c.opts)
@@ -297,7 +261,7 @@ func TestEnsureClusterPrivate(t *testing.T) {
 			cfg := kubernetes.Config{Name: "priv", PrivateCluster: private,
 				NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}}
 			j := k8sJob("job_private01", cfg)
-			if err := ensureCluster(ctx, d, j, cfg); err != nil {
+			if err := drivertest.EnsureCluster(ctx, d, j, cfg); err != nil {
 				t.Fatal(err)
 			}
 			n, err := d.EnsureNetwork(ctx, j, cfg)
@@ -352,7 +316,7 @@ func TestEnsureClusterRefusesAClusterNotTheJobs(t *testing.T) {
 	d := KubernetesDriver{C: c}
 	cfg := kubernetes.Config{Name: "mine", NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}}
 	other := k8sJob("job_1_abcdefghijkl", cfg)
-	if err := ensureCluster(ctx, d, other, cfg); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, other, cfg); err != nil {
 		t.Fatal(err)
 	}
 	// Same key (the id's tail) as the other job, a different job.
@@ -360,7 +324,7 @@ func TestEnsureClusterRefusesAClusterNotTheJobs(t *testing.T) {
 	if name(j, "aks") != name(other, "aks") {
 		t.Fatalf("names differ: %s, %s", name(j, "aks"), name(other, "aks"))
 	}
-	err := ensureCluster(ctx, d, j, cfg)
+	err := drivertest.EnsureCluster(ctx, d, j, cfg)
 	if fe := fault.As(err); fe == nil || fe.Code != "NameTaken" {
 		t.Fatalf("error %v, want NameTaken", err)
 	}
@@ -484,7 +448,7 @@ func TestRoleAssignmentRefusedNamesTheRole(t *testing.T) {
 	cloud.Fail("PUT", "/providers/Microsoft.Authorization/roleAssignments/", 403, "AuthorizationFailed",
 		"The client does not have authorization to perform action 'Microsoft.Authorization/roleAssignments/write'.", 1)
 	cfg := kubernetes.Config{Name: "norbac", NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "Standard_D2s_v5", Min: 1, Max: 1}}}
-	err := ensureCluster(testCtx(t), KubernetesDriver{C: c}, k8sJob("job_norbac01", cfg), cfg)
+	err := drivertest.EnsureCluster(testCtx(t), KubernetesDriver{C: c}, k8sJob("job_norbac01", cfg), cfg)
 	fe := fault.As(err)
 	if fe == nil || fe.Class != job.ClassUserAction || !strings.Contains(fe.FixHint, "Role Based Access Control Administrator") {
 		t.Fatalf("error %v (%+v); want user_action naming Role Based Access Control Administrator", err, fe)

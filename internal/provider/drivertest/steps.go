@@ -9,6 +9,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 )
 
 // RunStep runs step's Do (or its Undo) as the engine does: again after a wait or a
@@ -116,3 +117,34 @@ type marker struct {
 
 func (m marker) Mark() int               { return m.mark() }
 func (m marker) Since(mark int) []string { return m.since(mark) }
+
+// EnsureCluster calls a kubernetes driver as the pipeline's steps do (network, roles, the
+// cluster) until the cluster is ready; a transient error is retried as the engine would,
+// any other is returned.
+func EnsureCluster(ctx context.Context, d kubernetes.Driver, j *job.Job, cfg kubernetes.Config) error {
+	for {
+		ready, err := func() (bool, error) {
+			n, err := d.EnsureNetwork(ctx, j, cfg)
+			if err != nil || !n.Ready {
+				return false, err
+			}
+			r, err := d.EnsureRoles(ctx, j)
+			if err != nil {
+				return false, err
+			}
+			cl, err := d.EnsureCluster(ctx, j, cfg, n, r)
+			return err == nil && cl.Ready, err
+		}()
+		switch {
+		case ready:
+			return nil
+		case err != nil && fault.ClassOf(err) != job.ClassTransient:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}

@@ -65,7 +65,7 @@ func TestDriverConformance(t *testing.T) {
 				Call: func(ctx context.Context, d kubernetes.Driver, j *job.Job) error {
 					cloud.Disable(ServiceContainer)
 					defer cloud.Enable(ServiceContainer)
-					err := ensureCluster(ctx, d, j, kubernetes.Config{Name: "refused",
+					err := drivertest.EnsureCluster(ctx, d, j, kubernetes.Config{Name: "refused",
 						NodeGroups: []kubernetes.NodeGroup{{Name: "system", InstanceType: "e2-standard-4", Min: 1, Max: 1}}})
 					if fe := fault.As(err); fe == nil || fe.Code != "ApiNotEnabled" {
 						return fmt.Errorf("refusal %v, want ApiNotEnabled", err)

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -39,41 +38,6 @@ func k8sJob(id string, cfg kubernetes.Config) *job.Job {
 var k8sConfig = kubernetes.Config{Name: "plat", Version: "1.33", NodeGroups: []kubernetes.NodeGroup{
 	{Name: "system", InstanceType: "e2-standard-4", Min: 1, Max: 3},
 	{Name: "GPU_workers", InstanceType: "g2-standard-8", Min: 0, Max: 4}}}
-
-var errReady = errors.New("ready")
-
-// ensureCluster calls the driver as the pipeline's steps do, until the cluster is ready; a
-// transient error is retried as the engine would, any other is returned.
-func ensureCluster(ctx context.Context, d kubernetes.Driver, j *job.Job, cfg kubernetes.Config) error {
-	for {
-		err := func() error {
-			n, err := d.EnsureNetwork(ctx, j, cfg)
-			if err != nil || !n.Ready {
-				return err
-			}
-			r, err := d.EnsureRoles(ctx, j)
-			if err != nil {
-				return err
-			}
-			cl, err := d.EnsureCluster(ctx, j, cfg, n, r)
-			if err == nil && cl.Ready {
-				return errReady
-			}
-			return err
-		}()
-		switch {
-		case errors.Is(err, errReady):
-			return nil
-		case err != nil && fault.ClassOf(err) != job.ClassTransient:
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-}
 
 // runSteps runs steps as the engine does (drivertest.RunSteps).
 func runSteps(ctx context.Context, t *testing.T, j *job.Job, steps []pipeline.Step, undo bool, seen func(json.RawMessage)) {
@@ -268,7 +232,7 @@ func TestEnsureClusterAfterACrashMakesOneCluster(t *testing.T) {
 		t.Fatalf("first call recorded no operation: %v", first.Data)
 	}
 	// The result is lost: j.Infra never records it.
-	if err := ensureCluster(ctx, d, j, k8sConfig); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, j, k8sConfig); err != nil {
 		t.Fatal(err)
 	}
 	if got := clusterPosts(cloud); got != 1 {
@@ -294,7 +258,7 @@ func TestEnsureClusterPrivate(t *testing.T) {
 	cfg := k8sConfig
 	cfg.PrivateCluster = true
 	j := k8sJob("job_private1", cfg)
-	if err := ensureCluster(ctx, KubernetesDriver{C: c}, j, cfg); err != nil {
+	if err := drivertest.EnsureCluster(ctx, KubernetesDriver{C: c}, j, cfg); err != nil {
 		t.Fatal(err)
 	}
 	got := readCluster(ctx, t, c, j)
@@ -385,7 +349,7 @@ func TestEnsureClusterRefusesANodeGroupGKECannotExpress(t *testing.T) {
 	ctx := testCtx(t)
 	c, cloud := testClient(t)
 	cfg := kubernetes.Config{Name: "bad", NodeGroups: []kubernetes.NodeGroup{{Name: "a", InstanceType: "e2-standard-2", Min: 3, Max: 2}}}
-	err := ensureCluster(ctx, KubernetesDriver{C: c}, k8sJob("job_badgroup", cfg), cfg)
+	err := drivertest.EnsureCluster(ctx, KubernetesDriver{C: c}, k8sJob("job_badgroup", cfg), cfg)
 	if fe := fault.As(err); fe == nil || fe.Class != job.ClassUserAction || fe.Code != "NodeGroupInvalid" {
 		t.Fatalf("err %v, want user_action NodeGroupInvalid", err)
 	}
@@ -413,7 +377,7 @@ func TestEnsureNetworkAdoptsAVPC(t *testing.T) {
 	cfg := k8sConfig
 	cfg.VPCID = own.VPCID
 	j := k8sJob("job_adopt001", cfg)
-	if err := ensureCluster(ctx, d, j, cfg); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, j, cfg); err != nil {
 		t.Fatal(err)
 	}
 	got := readCluster(ctx, t, c, j)
@@ -481,7 +445,7 @@ func TestEnsureClusterAddsAndResizesPools(t *testing.T) {
 	c, cloud := testClient(t)
 	d := KubernetesDriver{C: c}
 	j := k8sJob("job_resize01", k8sConfig)
-	if err := ensureCluster(ctx, d, j, k8sConfig); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, j, k8sConfig); err != nil {
 		t.Fatal(err)
 	}
 	cfg := k8sConfig
@@ -489,7 +453,7 @@ func TestEnsureClusterAddsAndResizesPools(t *testing.T) {
 		{Name: "system", InstanceType: "e2-standard-4", Min: 2, Max: 6},
 		k8sConfig.NodeGroups[1],
 		{Name: "batch", InstanceType: "c3-standard-4", Min: 0, Max: 10}}
-	if err := ensureCluster(ctx, d, j, cfg); err != nil {
+	if err := drivertest.EnsureCluster(ctx, d, j, cfg); err != nil {
 		t.Fatal(err)
 	}
 	got := readCluster(ctx, t, c, j)
@@ -575,7 +539,7 @@ func TestDeleteClusterWhileItIsBeingMade(t *testing.T) {
 	if _, ok := cloud.Lookup(gcpfake.HostContainer, d.clusterID(j)); !ok {
 		t.Fatal("a cluster not the job's was deleted")
 	}
-	if err := ensureCluster(ctx, d, j, k8sConfig); fault.As(err) == nil || fault.As(err).Code != "NameTaken" {
+	if err := drivertest.EnsureCluster(ctx, d, j, k8sConfig); fault.As(err) == nil || fault.As(err).Code != "NameTaken" {
 		t.Fatalf("ensure over a cluster not the job's: %v, want NameTaken", err)
 	}
 }
