@@ -99,28 +99,8 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(markers, childserver.Armed), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	restarts := 0
 	deadline := time.Now().Add(3 * time.Minute)
-	for name, id := range ids {
-		for {
-			if c.RestartIfDead() {
-				restarts++
-				c.WaitUp(cl)
-			}
-			var got job.Job
-			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
-			if err == nil && got.Status == job.StatusCompleted {
-				break
-			}
-			if err == nil && got.Status == job.StatusFailed {
-				t.Fatalf("%s job failed: %+v", name, got.Failure)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s job not completed after %d restarts: %v %v", name, restarts, got.Status, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	restarts := c.WaitJobs(t, cl, ids, job.StatusCompleted, deadline)
 	crashed, _ := filepath.Glob(filepath.Join(markers, "*.crash"))
 	for name, id := range ids {
 		n, _ := filepath.Glob(filepath.Join(markers, id+".*.crash"))
@@ -160,21 +140,8 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 			t.Fatalf("delete %s: %v", name, err)
 		}
 	}
+	c.WaitJobs(t, cl, ids, job.StatusDeleted, deadline)
 	for name, id := range ids {
-		for {
-			if c.RestartIfDead() {
-				c.WaitUp(cl)
-			}
-			var got job.Job
-			err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
-			if err == nil && got.Status == job.StatusDeleted {
-				break
-			}
-			if err == nil && got.Status == job.StatusFailed || time.Now().After(deadline) {
-				t.Fatalf("%s teardown: %v %+v %v", name, got.Status, got.Failure, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
 		if left := tagged(cloud, id); len(left) > 0 {
 			t.Errorf("after teardown the subscription still holds %v of the %s job", left, name)
 		}

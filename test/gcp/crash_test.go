@@ -103,32 +103,8 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(markers, childserver.Armed), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	restarts := 0
 	deadline := time.Now().Add(3 * time.Minute)
-	waitAll := func(want job.Status) {
-		t.Helper()
-		for name, id := range ids {
-			for {
-				if c.RestartIfDead() {
-					restarts++
-					c.WaitUp(cl)
-				}
-				var got job.Job
-				err := cl.Do(testCtx(t), http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
-				if err == nil && got.Status == want {
-					break
-				}
-				if err == nil && got.Status == job.StatusFailed {
-					t.Fatalf("%s job failed: %+v", name, got.Failure)
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s job not %s after %d restarts: %v %v", name, want, restarts, got.Status, err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-	}
-	waitAll(job.StatusCompleted)
+	restarts := c.WaitJobs(t, cl, ids, job.StatusCompleted, deadline)
 	crashed, _ := filepath.Glob(filepath.Join(markers, "*.crash"))
 	for name, id := range ids {
 		if n, _ := filepath.Glob(filepath.Join(markers, id+".*.crash")); len(n) == 0 {
@@ -165,7 +141,7 @@ func TestCrashMidPipelineResumes(t *testing.T) {
 			t.Fatalf("delete %s: %v", name, err)
 		}
 	}
-	waitAll(job.StatusDeleted)
+	c.WaitJobs(t, cl, ids, job.StatusDeleted, deadline)
 	for name, id := range ids {
 		if left := labelled(cloud, id); len(left) > 0 {
 			t.Errorf("after teardown the project still holds %v of the %s job", left, name)

@@ -3,13 +3,16 @@ package childserver
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
+	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
 )
 
@@ -51,4 +54,35 @@ func CrashAfter(markers, spec string) func(ctx context.Context, j *job.Job, step
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way; never return to the checkpoint
 	}
+}
+
+// WaitJobs polls each job (ids: a name for messages → the job's id) until it reaches want,
+// restarting the child whenever it has died, and returns how many restarts that took. A job
+// that fails, or the deadline, ends the test.
+func (c *Child) WaitJobs(t testing.TB, cl *client.Client, ids map[string]string, want job.Status, deadline time.Time) int {
+	t.Helper()
+	restarts := 0
+	for name, id := range ids {
+		for {
+			if c.RestartIfDead() {
+				restarts++
+				c.WaitUp(cl)
+			}
+			var got job.Job
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := cl.Do(ctx, http.MethodGet, "/api/provisioning-jobs/"+id, nil, &got)
+			cancel()
+			if err == nil && got.Status == want {
+				break
+			}
+			if err == nil && got.Status == job.StatusFailed {
+				t.Fatalf("%s job failed: %+v", name, got.Failure)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s job not %s after %d restarts: %v %v", name, want, restarts, got.Status, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return restarts
 }
