@@ -207,6 +207,13 @@ func (c *Cloud) serve(w http.ResponseWriter, req *http.Request) {
 		c.serveOperation(w, req, m[1], strings.Contains(strings.ToLower(path), "operationresults"))
 		return
 	}
+	// A request is Azure's to act on once it has arrived whole: read it all before it counts
+	// as a call. A client killed while sending leaves a torn body, which Azure never sees.
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
 	if req.Method != http.MethodGet {
 		c.mu.Lock()
 		c.calls = append(c.calls, req.Method+" "+path)
@@ -259,8 +266,11 @@ func (c *Cloud) serve(w http.ResponseWriter, req *http.Request) {
 		before = c.objs[id]
 		c.mu.Unlock()
 	}
-	body, _ := io.ReadAll(req.Body)
-	in := req.Clone(context.WithValue(req.Context(), runtime.CtxAPINameKey{}, name))
+	// Azure carries out a request that arrived whether or not its caller waits for the answer,
+	// so the modules' fakes get a context the caller's hang-up does not cancel. (They give up
+	// on a cancelled request midway, leaving a PUT applied or not at random, and can then
+	// panic sending their result on a closed channel.)
+	in := req.Clone(context.WithValue(context.WithoutCancel(req.Context()), runtime.CtxAPINameKey{}, name))
 	in.Body = io.NopCloser(bytes.NewReader(body))
 	in.URL.Scheme, in.URL.Host = "https", "management.azure.com"
 	resp, err := tr.Do(in)
