@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -64,6 +65,12 @@ type Config struct {
 	// PruneEvery is how often old jobs are pruned; zero means a tenth of Retention, between a
 	// minute and an hour.
 	PruneEvery time.Duration
+	// Prefetch bounds how many claimed jobs may wait here for a free worker. Zero means four
+	// times Workers; negative turns prefetching off. See prefetchRoom for how many are claimed.
+	Prefetch int
+	// PrefetchWait is how long a job claimed ahead may be expected to wait for a worker; zero
+	// means 50ms.
+	PrefetchWait time.Duration
 }
 
 // Publisher receives committed job changes (the API streams them as server-sent events).
@@ -88,6 +95,10 @@ type Engine struct {
 
 	// due remembers when the jobs this replica released to wait fall due.
 	due *timers
+
+	// held is the recent average time a job holds a worker slot (nanoseconds, an exponential
+	// moving average), from which prefetchRoom judges how long a prefetched job would wait.
+	held atomic.Int64
 }
 
 // New checks cfg and fills in defaults.
@@ -129,6 +140,12 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
+	if cfg.Prefetch == 0 {
+		cfg.Prefetch = 4 * cfg.Workers
+	}
+	if cfg.PrefetchWait <= 0 {
+		cfg.PrefetchWait = 50 * time.Millisecond
+	}
 	return &Engine{cfg: cfg, log: cfg.Logger.With("component", "engine", "owner", cfg.Owner), hardCtx: hard, hardStop: stop,
 		draining: make(chan struct{}), due: newTimers(), tracer: cfg.Tracer.Tracer("github.com/groundworkhq/groundwork/internal/engine")}, nil
 }
@@ -149,6 +166,29 @@ func (e *Engine) Run(ctx context.Context) error {
 	freed := make(chan struct{}, e.cfg.Workers)
 	var wg sync.WaitGroup
 	busy := 0
+	// ready holds jobs claimed ahead of a free worker (see prefetchRoom), oldest first.
+	var ready []claimed
+	start := func(c claimed) {
+		busy++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The slot frees when the worker starts the write that lets go of the job,
+			// not when the write commits: the next job's claim overlaps the last
+			// write's commit, as a queue's asynchronous completer does. Steps running
+			// at once stay within Workers; the write still has its fence.
+			began := time.Now()
+			var once sync.Once
+			free := func() {
+				once.Do(func() {
+					e.noteHeld(time.Since(began))
+					freed <- struct{}{}
+				})
+			}
+			defer free()
+			e.work(c.j, c.sent, c.now, free)
+		}()
+	}
 	// dueTimer fires when the earliest job this replica released to wait falls due. Jobs are
 	// due by the caller's clock (Now), which tests may move; the timer runs on the real one.
 	dueTimer := time.NewTimer(time.Hour)
@@ -170,37 +210,46 @@ func (e *Engine) Run(ctx context.Context) error {
 				break drained
 			}
 		}
-		for busy < e.cfg.Workers && ctx.Err() == nil {
-			free := e.cfg.Workers - busy
+		for ctx.Err() == nil {
+			ready = e.dropStale(ready, &wg)
+			for busy < e.cfg.Workers && len(ready) > 0 {
+				start(ready[0])
+				ready = ready[1:]
+			}
+			want := e.cfg.Workers - busy + e.prefetchRoom(len(ready))
+			if want <= 0 || busy >= e.cfg.Workers && len(ready) > 0 && want < e.cfg.Workers {
+				// Nothing free, or only a few prefetch places: not worth a claim's commit yet.
+				break
+			}
 			now, sent := e.cfg.Now(), time.Now()
-			jobs, err := e.cfg.Store.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: now, Limit: free})
+			jobs, err := e.cfg.Store.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: now, Limit: want})
 			if err != nil {
 				if ctx.Err() == nil {
 					e.log.Error("claim failed", "error", err)
 				}
 				break
 			}
+			at := time.Now()
 			for _, j := range jobs {
-				busy++
-				wg.Add(1)
-				go func(j *job.Job) {
-					defer wg.Done()
-					// The slot frees when the worker starts the write that lets go of the job,
-					// not when the write commits: the next job's claim overlaps the last
-					// write's commit, as a queue's asynchronous completer does. Steps running
-					// at once stay within Workers; the write still has its fence.
-					var once sync.Once
-					free := func() { once.Do(func() { freed <- struct{}{} }) }
-					defer free()
-					e.work(j, sent, now, free)
-				}(j)
+				ready = append(ready, claimed{j: j, sent: sent, now: now, at: at})
 			}
-			if len(jobs) < free {
+			for busy < e.cfg.Workers && len(ready) > 0 {
+				start(ready[0])
+				ready = ready[1:]
+			}
+			if len(jobs) < want {
 				break
 			}
 		}
 		select {
 		case <-ctx.Done():
+			// Jobs claimed ahead and never started go back at once (work hands a job back
+			// when the engine is draining), so another replica need not wait out their leases.
+			e.drainOnce.Do(func() { close(e.draining) })
+			for _, c := range ready {
+				wg.Add(1)
+				go func() { defer wg.Done(); e.work(c.j, c.sent, c.now, nil) }()
+			}
 			return e.shutdown(&wg)
 		case <-wake:
 		case <-poll.C:
@@ -208,6 +257,71 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-e.due.changed:
 		case <-freed:
 			busy--
+		}
+	}
+}
+
+// claimed is a job leased by a claim, with the claim's times (see work) and when the claim
+// answered.
+type claimed struct {
+	j             *job.Job
+	sent, now, at time.Time
+}
+
+// dropStale hands back, at once, the jobs claimed ahead that have waited here for a quarter of
+// their lease: steps turned long since they were claimed, and the lease that a worker would
+// start with is running out while another replica might have a free worker for them.
+func (e *Engine) dropStale(ready []claimed, wg *sync.WaitGroup) []claimed {
+	keep := ready[:0]
+	for _, c := range ready {
+		if time.Since(c.at) < c.j.LeaseTTL/4 {
+			keep = append(keep, c)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := &lease{id: c.j.ID, token: c.j.LeaseToken, ttl: c.j.LeaseTTL, margin: e.leaseMargin(c.j.LeaseTTL),
+				expired: func() {}, cancel: func() {}}
+			defer l.stop()
+			if c.j.LeaseExpiresAt != nil {
+				l.extended(c.sent, c.now, *c.j.LeaseExpiresAt, c.j.DBNow)
+			}
+			e.handBack(l, c.j, e.log.With("job_id", c.j.ID, "reason", "claimed ahead and not started in time"))
+		}()
+	}
+	return keep
+}
+
+// prefetchRoom is how many more jobs the next claim may take beyond the free workers, with
+// queued of them already waiting here. Claiming only for free workers makes every claim (a
+// commit) bring one or two jobs when steps are short and workers free one at a time, which
+// capped polling at the claim rate. Claiming ahead is worth it only while jobs leave their
+// worker quickly: by Little's law a job behind n others waits n×held/Workers, so the room is
+// what keeps that under PrefetchWait, and none while steps hold workers for long (a job
+// claimed ahead would sit leased here while another replica could have run it).
+func (e *Engine) prefetchRoom(queued int) int {
+	if e.cfg.Prefetch <= 0 {
+		return 0
+	}
+	held := time.Duration(e.held.Load())
+	if held <= 0 {
+		return 0 // nothing measured yet
+	}
+	n := int(min(e.cfg.PrefetchWait*time.Duration(e.cfg.Workers)/held, 1<<20))
+	return max(min(n, e.cfg.Prefetch)-queued, 0)
+}
+
+// noteHeld folds one job's time in a worker slot into the moving average.
+func (e *Engine) noteHeld(d time.Duration) {
+	for {
+		old := e.held.Load()
+		next := int64(d)
+		if old > 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if e.held.CompareAndSwap(old, next) {
+			return
 		}
 	}
 }

@@ -31,6 +31,8 @@ type gwRunner struct {
 	dialect string // "sqlite" or "postgres"
 	spec    string // the database as the server names it: a SQLite path or a PostgreSQL URL
 	workers int
+	// prefetch is the engine's Prefetch (0: its default; negative: off).
+	prefetch int
 }
 
 // publisher tells the bench when jobs end; the engine calls it after every committed change.
@@ -56,7 +58,7 @@ func (g *gwRunner) start(p pipeline.Pipeline, workers int, events engine.Publish
 		return nil, err
 	}
 	e, err := engine.New(engine.Config{Store: g.s, Pipelines: reg, Owner: "bench", Workers: workers,
-		PollInterval: poll, Events: events})
+		PollInterval: poll, Events: events, Prefetch: g.prefetch})
 	if err != nil {
 		return nil, err
 	}

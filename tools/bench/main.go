@@ -38,6 +38,7 @@ type options struct {
 	pgURL      string
 	pgBin      string
 	workers    int
+	prefetch   int
 	jobs       int
 	rounds     int
 	samples    int
@@ -57,6 +58,7 @@ func main() {
 	flag.StringVar(&o.pgURL, "pg-url", "", "PostgreSQL URL (a database the bench may fill and empty); empty starts a throwaway server")
 	flag.StringVar(&o.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "PostgreSQL server binaries for the throwaway server")
 	flag.IntVar(&o.workers, "workers", 100, "workers for both Groundwork and River")
+	flag.IntVar(&o.prefetch, "prefetch", 0, "the engine's prefetch: claimed jobs that may wait for a free worker (0: the engine's default, -1: off)")
 	flag.IntVar(&o.jobs, "jobs", 10000, "pre-inserted no-op jobs per throughput run")
 	flag.IntVar(&o.rounds, "rounds", 2, "times to repeat the side-by-side throughput comparison")
 	flag.IntVar(&o.samples, "samples", 200, "jobs inserted one at a time for claim-to-start latency")
@@ -197,7 +199,7 @@ func runSQLite(ctx context.Context, o options, w io.Writer) (*DBReport, error) {
 	rr := &riverRunner[*sql.Tx]{driver: riversqlite.New(rdb), workers: o.workers,
 		truncate: func(ctx context.Context) error { _, err := rdb.ExecContext(ctx, `DELETE FROM river_job`); return err }}
 	r := &DBReport{Database: "sqlite", Settings: "WAL, synchronous=NORMAL, one connection (both)"}
-	return r, measure(ctx, o, w, r, &gwRunner{s: s, dialect: "sqlite", spec: path, workers: o.workers}, rr, 0)
+	return r, measure(ctx, o, w, r, &gwRunner{s: s, dialect: "sqlite", spec: path, workers: o.workers, prefetch: o.prefetch}, rr, 0)
 }
 
 func runPostgres(ctx context.Context, o options, w io.Writer) (*DBReport, error) {
@@ -229,7 +231,7 @@ func runPostgres(ctx context.Context, o options, w io.Writer) (*DBReport, error)
 	var version string
 	_ = s.DB().QueryRowContext(ctx, `SHOW server_version`).Scan(&version)
 	r := &DBReport{Database: "postgres", Settings: "PostgreSQL " + version + ", " + settings}
-	return r, measure(ctx, o, w, r, &gwRunner{s: s, dialect: "postgres", spec: url, workers: o.workers}, rr, pid)
+	return r, measure(ctx, o, w, r, &gwRunner{s: s, dialect: "postgres", spec: url, workers: o.workers, prefetch: o.prefetch}, rr, pid)
 }
 
 // riverClient is what measure needs of a riverRunner, whatever its driver's transaction type.
