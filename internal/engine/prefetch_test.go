@@ -10,8 +10,8 @@ import (
 	"github.com/groundworkhq/groundwork/internal/engine"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
-	"github.com/groundworkhq/groundwork/internal/store"
 	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
+	"github.com/groundworkhq/groundwork/internal/store"
 )
 
 // limitsStore records the limit of every claim and what it brought.
