@@ -127,3 +127,12 @@ func driftDocs() map[string]opDoc {
 			ok: map[int]any{202: job.Job{}}, problems: []int{c}},
 	}
 }
+
+// inspectIntervalFields refuses a space config whose inspectIntervalMinutes is out of range.
+func inspectIntervalFields(config []byte) []FieldError {
+	var rf *jobs.Refusal
+	if err := jobs.CheckInspectInterval(config); errors.As(err, &rf) {
+		return rf.Fields
+	}
+	return nil
+}

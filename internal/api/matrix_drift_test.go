@@ -121,3 +121,21 @@ func TestDriftRoutesAnswers(t *testing.T) {
 		t.Errorf("another org's job changed: %+v %v", j, err)
 	}
 }
+
+// A space's inspection interval is a whole number of minutes; anything else is a field error,
+// never a stored setting the schedule would misread.
+func TestSpaceInspectIntervalSetting(t *testing.T) {
+	t.Parallel()
+	e := newAccessEnv(t)
+	admin := e.tokens[orgA+"/admin"]
+	for _, bad := range []string{`-1`, `1.5`, `"10"`, `100000`} {
+		a := e.call(t, admin, "POST", "/api/spaces", `{"name":"dev","provider":"local","region":"local","config":{"inspectIntervalMinutes":`+bad+`}}`)
+		errs, _ := a.body["errors"].([]any)
+		if a.status != 400 || len(errs) != 1 || errs[0].(map[string]any)["field"] != "config.inspectIntervalMinutes" {
+			t.Errorf("interval %s: %d %s", bad, a.status, a.raw)
+		}
+	}
+	if a := e.call(t, admin, "POST", "/api/spaces", `{"name":"dev","provider":"local","region":"local","config":{"inspectIntervalMinutes":60}}`); a.status != 201 {
+		t.Fatalf("a one-hour interval: %d %s", a.status, a.raw)
+	}
+}
