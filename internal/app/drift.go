@@ -35,6 +35,12 @@ func inspectorsOf(mods *provider.Registry) jobs.InspectorFor {
 				return nil, false, nil
 			}
 			d, err = a.VMPoolDriver(ctx, j)
+		case job.FamilyDatastore:
+			a, ok := provider.Ability[provider.DatastoreDrivers](mods, j.Provider)
+			if !ok {
+				return nil, false, nil
+			}
+			d = a.DatastoreDriver().Servers
 		default:
 			return nil, false, nil
 		}
