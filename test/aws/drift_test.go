@@ -2,8 +2,10 @@ package aws
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +91,9 @@ func TestDriftOfAPoolsSecurityGroup(t *testing.T) {
 	if err := e.s.Client.Do(ctx, http.MethodGet, "/api/provisioning-jobs/"+j.ID+"/drift", nil, &read); err != nil || read.DriftCount != 1 {
 		t.Fatalf("GET drift: %+v %v", read, err)
 	}
+	if got, want := driftGauge(t, e), `groundwork_drifted_fields{org="`+e.space.OrgID+`",space="`+e.space.ID+`"} 1`; !strings.Contains(got, want) {
+		t.Fatalf("/metrics has no %s:\n%s", want, got)
+	}
 
 	after := e.reconcile(t, j.ID)
 	if i := after.StepIndex("create_launch_template"); i < 0 || after.Steps[i].StartedAt == nil || j.Steps[i].FinishedAt == nil ||
@@ -109,6 +114,9 @@ func TestDriftOfAPoolsSecurityGroup(t *testing.T) {
 	}
 	if d := e.inspect(t, j.ID); d.DriftCount != 0 {
 		t.Fatalf("drift after reconcile: %+v", d)
+	}
+	if got, want := driftGauge(t, e), `groundwork_drifted_fields{org="`+e.space.OrgID+`",space="`+e.space.ID+`"} 0`; !strings.Contains(got, want) {
+		t.Fatalf("/metrics has no %s:\n%s", want, got)
 	}
 	audit := e.auditActions(t, j.ID)
 	if audit["provisioning-job.inspect"] != 3 || audit["provisioning-job.reconcile"] != 1 {
@@ -192,6 +200,27 @@ func TestScheduledInspection(t *testing.T) {
 		t.Fatalf("scheduled inspection's audit: %+v", page.Data)
 	}
 	e.teardown(t, j.ID)
+}
+
+// driftGauge is the server's groundwork_drifted_fields series, as /metrics answers them.
+func driftGauge(t *testing.T, e *env) string {
+	t.Helper()
+	resp, err := http.Get(e.s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "groundwork_drifted_fields{") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func ptrOf[T any](v T) *T { return &v }
