@@ -106,7 +106,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 		return localprov.Discoverer{P: lp}, nil
 	}, discovery.Options{})
 	e.srv = New(Config{Store: st, Pipelines: reg, Catalog: cat, Secrets: sec, Provisioners: provs, Discovery: disc,
-		Datastores: &DatastoreConfig{}, Components: &ComponentConfig{Catalog: comps, Clusters: kube.Registrar{}}, Remediation: &RemediationConfig{},
+		Datastores: &DatastoreConfig{}, Components: &ComponentConfig{Catalog: comps, Clusters: kube.Registrar{}}, Remediation: &RemediationConfig{}, Drift: matrixDrift(),
 		Auth: TokenAuth{Auth: &auth.Authenticator{Store: st}}})
 	hs := httptest.NewServer(e.srv)
 	t.Cleanup(hs.Close)
@@ -422,6 +422,9 @@ func fixtures() map[string]fixture {
 		fx[key] = f
 	}
 	for key, f := range remediationFixtures() {
+		fx[key] = f
+	}
+	for key, f := range driftFixtures() {
 		fx[key] = f
 	}
 	return fx

@@ -187,6 +187,7 @@ func (s *Server) docs() map[string]opDoc {
 		"POST /api/spaces/register-cluster":                                        {summary: "Register an existing Kubernetes cluster as a space", body: registerClusterRequest{}, ok: ok(201, store.Space{}), problems: []int{c, http.StatusBadGateway}},
 	}
 	maps.Copy(d, remediationDocs())
+	maps.Copy(d, driftDocs())
 	return d
 }
 

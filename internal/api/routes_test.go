@@ -17,7 +17,7 @@ func TestEveryRouteNamesAKnownPolicy(t *testing.T) {
 	for _, p := range rbac.Policies() {
 		known[p.Policy] = true
 	}
-	s := New(Config{Remediation: &RemediationConfig{}})
+	s := New(Config{Remediation: &RemediationConfig{}, Drift: &DriftConfig{}})
 	seen := map[string]bool{}
 	for _, rt := range s.allRoutes() {
 		key := rt.method + " " + rt.path
@@ -39,7 +39,7 @@ func TestEveryRouteNamesAKnownPolicy(t *testing.T) {
 // mounted. A route added without an opDoc fails here.
 func TestEveryRouteHasADoc(t *testing.T) {
 	t.Parallel()
-	s := New(Config{Datastores: &DatastoreConfig{}, Components: &ComponentConfig{}, Remediation: &RemediationConfig{}})
+	s := New(Config{Datastores: &DatastoreConfig{}, Components: &ComponentConfig{}, Remediation: &RemediationConfig{}, Drift: &DriftConfig{}})
 	docs := s.docs()
 	mounted := map[string]bool{}
 	for _, rt := range s.allRoutes() {

@@ -114,6 +114,9 @@ type Config struct {
 	// VMOps plans the VM operations of PATCH /api/provisioning-jobs/{id} (vmOp, resize) on
 	// vm_pool jobs (nil: refused as not supported).
 	VMOps vmpool.Operator
+	// Drift serves inspect, drift and reconcile of provisioning jobs (nil: those routes are
+	// absent).
+	Drift *DriftConfig
 }
 
 // SecretVault is the secret store seen per owner (*secrets.Vault satisfies it).
@@ -147,7 +150,7 @@ type route struct {
 
 // allRoutes is every /api route the server mounts: the core table and the families' tables.
 func (s *Server) allRoutes() []route {
-	return append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...)
+	return append(append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...), s.driftRoutes()...)
 }
 
 func (s *Server) routes() []route {

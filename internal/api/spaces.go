@@ -55,6 +55,7 @@ func (s *Server) createSpace(w http.ResponseWriter, r *http.Request, p *Principa
 	if req.SpaceType == "" {
 		req.SpaceType = "kubernetes"
 	}
+	fields = append(fields, inspectIntervalFields(req.Config)...)
 	if len(fields) > 0 {
 		return badRequest("the space request is invalid", fields...)
 	}

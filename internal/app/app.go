@@ -92,6 +92,10 @@ type Options struct {
 	// repositories, cluster endpoints, adopted hosts); nil refuses only the always-refused
 	// ranges (link-local and cloud metadata addresses).
 	Outbound *netguard.Policy
+	// InspectTick is how often this replica looks for scheduled drift inspections that are
+	// due (DefaultInspectTick when zero); each space's inspectIntervalMinutes says how often
+	// its jobs are due.
+	InspectTick time.Duration
 }
 
 // OpenStore opens the store named by database (applying migrations).
@@ -226,7 +230,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		gwmetrics.JobsByStatus(st), gwmetrics.QueueLag(st))
+		gwmetrics.JobsByStatus(st), gwmetrics.QueueLag(st), gwmetrics.DriftedFields(st))
 	planner, err := newPlanner(o.PriceBook, mods)
 	if err != nil {
 		return err
@@ -258,7 +262,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	srv := api.New(api.Config{Store: st, Pipelines: reg, Catalog: cat, Auth: auth, Secrets: sec, Outbound: o.Outbound, Hub: hub, Metrics: metrics,
-		Provisioners: prov.registry, Planner: planner, Discovery: disc, Datastores: dsp.api, Components: cmp.api, Remediation: remediationAPI(reg), VMOps: vmOps, Logger: log, MaxTokenTTL: o.MaxTokenTTL, Ready: func() bool {
+		Provisioners: prov.registry, Planner: planner, Discovery: disc, Datastores: dsp.api, Components: cmp.api, Remediation: remediationAPI(reg), Drift: driftAPI(mods), VMOps: vmOps, Logger: log, MaxTokenTTL: o.MaxTokenTTL, Ready: func() bool {
 			select {
 			case <-eng.Draining():
 				return false
@@ -289,6 +293,7 @@ func Run(ctx context.Context, o Options) error {
 	go dsp.reconcile(ctx)
 	go sec.Janitor(ctx, st, sweep, o.SecretSweepEvery, log)
 	go cmp.watcher.Run(ctx)
+	go runInspections(ctx, st, reg, mods, o.InspectTick, log)
 	select {
 	case <-ctx.Done():
 	case err := <-httpErr:

@@ -45,6 +45,7 @@ type fullStore interface {
 	GetDatabase(ctx context.Context, jobID, id string) (datastore.Database, error)
 	store.Pruner
 	remediation.Timeline
+	store.Inspections
 }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -163,6 +164,29 @@ var fixtures = map[int]fixture{
 			}
 			if _, err := s.GetJob(ctx, &store.GetJobParams{ID: "job_up"}); err != nil {
 				t.Errorf("a live job was pruned: %v", err)
+			}
+		},
+	},
+	13: {
+		// The drift ledger: an inspection of the live job written at 13 reads back, and its
+		// claim, not yet due, is kept.
+		write: func(t *testing.T, s fullStore, _ int) {
+			ctx := context.Background()
+			ok, err := s.ClaimInspection(ctx, "org_up", "job_up", t0, t0.Add(time.Hour))
+			if err != nil || !ok {
+				t.Fatalf("claim: %v %v", ok, err)
+			}
+			must(t, s.RecordInspection(ctx, &job.Inspection{JobID: "job_up", OrgID: "org_up", SpaceID: "spc_up", InspectedAt: t0,
+				Drift: []job.Drift{{Resource: job.ResourceRef{Type: "vpc", ID: "vpc-1"}, Field: "enableDnsHostnames", Applied: true, Actual: false}}}))
+		},
+		check: func(t *testing.T, s fullStore) {
+			ctx := context.Background()
+			in, err := s.GetInspection(ctx, "org_up", "job_up")
+			if err != nil || len(in.Drift) != 1 || in.Drift[0].Field != "enableDnsHostnames" || !in.InspectedAt.Equal(t0) {
+				t.Errorf("inspection after upgrade: %+v %v", in, err)
+			}
+			if ok, err := s.ClaimInspection(ctx, "org_up", "job_up", t0.Add(time.Minute), t0.Add(2*time.Hour)); err != nil || ok {
+				t.Errorf("a claim not yet due was taken after upgrade: %v %v", ok, err)
 			}
 		},
 	},

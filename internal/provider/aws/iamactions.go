@@ -33,6 +33,8 @@ var networkOps = []string{
 	"ec2:DescribeAvailabilityZones", "ec2:DescribeInternetGateways", "ec2:DescribeNatGateways",
 	"ec2:DescribeRouteTables", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs",
 	"ec2:DetachInternetGateway", "ec2:DisassociateRouteTable", "ec2:ModifySubnetAttribute", "ec2:ModifyVpcAttribute",
+	// Drift inspection reads the VPC's DNS attributes back.
+	"ec2:DescribeVpcAttribute",
 }
 
 // natOps are added when the network has a NAT gateway.
@@ -104,7 +106,9 @@ func StepPlan(j *job.Job, step string) plan.Step {
 		case vmpool.StepLaunchTemplate:
 			create("aws_security_group", name, 0)
 			create("aws_launch_template", name, 1)
-			ops = append(ops, "ec2:AuthorizeSecurityGroupIngress", "ec2:CreateLaunchTemplate", "ec2:CreateSecurityGroup", "ec2:CreateTags",
+			// RevokeSecurityGroupIngress: the step converges its groups (reconcile revokes
+			// ingress added outside Groundwork).
+			ops = append(ops, "ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:CreateLaunchTemplate", "ec2:CreateSecurityGroup", "ec2:CreateTags",
 				"ec2:DeleteLaunchTemplate", "ec2:DeleteSecurityGroup", "ec2:DescribeImages", "ec2:DescribeLaunchTemplates",
 				"ec2:DescribeSecurityGroups", "iam:PassRole")
 		case vmpool.StepVMs:

@@ -85,33 +85,26 @@ func (f FakeBootstrapProbe) SentinelPresent(_ context.Context, id string) (bool,
 func poolName(t Tags) string { return DatastoreID(t) }
 
 // EnsureVMSecurityGroup creates the VMs' group: inbound only from the VPC's CIDR and from the
-// LB's group (when given); no SSH from anywhere else, egress open (through NAT).
+// LB's group (when given); no SSH from anywhere else, egress open (through NAT). An existing
+// group is converged: ingress added behind Groundwork's back is revoked (reconcile).
 func (p *Provider) EnsureVMSecurityGroup(ctx context.Context, t Tags, vpcID, vpcCIDR, lbGroupID string) (string, error) {
 	t = t.WithRole("vm-sg")
 	id, err := p.ensureSecurityGroup(ctx, t, vpcID, "Groundwork VMs of "+t.JobID)
 	if err != nil {
 		return "", err
 	}
-	perms := []ec2types.IpPermission{{IpProtocol: ptr("-1"), IpRanges: []ec2types.IpRange{{CidrIp: &vpcCIDR, Description: ptr("VPC")}}}}
-	if lbGroupID != "" {
-		perms = append(perms, ec2types.IpPermission{IpProtocol: ptr("-1"), UserIdGroupPairs: []ec2types.UserIdGroupPair{{GroupId: &lbGroupID, Description: ptr("load balancer")}}})
-	}
-	return id, p.authorize(ctx, id, perms)
+	return id, p.convergeIngress(ctx, id, vmGroupPerms(vpcCIDR, lbGroupID))
 }
 
-// EnsureLBSecurityGroup creates the load balancer's group, open on the listener ports.
+// EnsureLBSecurityGroup creates the load balancer's group, open on the listener ports only;
+// an existing group is converged like the VMs' group.
 func (p *Provider) EnsureLBSecurityGroup(ctx context.Context, t Tags, vpcID string, ports []int32) (string, error) {
 	t = t.WithRole("lb-sg")
 	id, err := p.ensureSecurityGroup(ctx, t, vpcID, "Groundwork load balancer of "+t.JobID)
 	if err != nil {
 		return "", err
 	}
-	var perms []ec2types.IpPermission
-	for _, port := range ports {
-		perms = append(perms, ec2types.IpPermission{IpProtocol: ptr("tcp"), FromPort: ptr(port), ToPort: ptr(port),
-			IpRanges: []ec2types.IpRange{{CidrIp: ptr("0.0.0.0/0")}}})
-	}
-	return id, p.authorize(ctx, id, perms)
+	return id, p.convergeIngress(ctx, id, lbGroupPerms(ports))
 }
 
 func (p *Provider) ensureSecurityGroup(ctx context.Context, t Tags, vpcID, desc string) (string, error) {
