@@ -53,6 +53,7 @@ type Full interface {
 	SecretLedger
 	EndedJobs
 	RemediationTimeline
+	JobRevisions
 }
 
 // Tx is the whole store bound to one transaction: what Audited hands its function. Every
