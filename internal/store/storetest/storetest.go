@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"EndedJobOwners":           testEndedJobOwners,
 		"OldestDue":                testOldestDue,
 		"RemediationTimeline":      testRemediationTimeline,
+		"JobRevisions":             testJobRevisions,
 	}
 	for name, fn := range accessTests {
 		tests[name] = fn
