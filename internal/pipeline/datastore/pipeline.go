@@ -302,9 +302,9 @@ func (p *Pipeline) createServer(ctx context.Context, r *pipeline.Run) (pipeline.
 	var have serverInfra
 	if ok, err := r.Infra(InfraServer, &have); err != nil {
 		return pipeline.Result{}, fault.System(err)
-	} else if ok && have.ID != "" {
-		// The server is on record only once this step finished: it runs again because a
-		// config update reopened it.
+	} else if ok && have.ID != "" && rn.cfg.ApplyImmediately != nil {
+		// The server is on record only once this step finished, and only a config update
+		// writes applyImmediately: the update re-opened this step.
 		return p.modifyServer(ctx, rn, r)
 	}
 	pw, _, err := p.adminPassword(ctx, r)
