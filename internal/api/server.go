@@ -147,7 +147,7 @@ type route struct {
 
 // allRoutes is every /api route the server mounts: the core table and the families' tables.
 func (s *Server) allRoutes() []route {
-	return append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...)
+	return append(append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...), s.updateRoutes()...)
 }
 
 func (s *Server) routes() []route {

@@ -179,6 +179,8 @@ func TestConfigUpdateAndRollback(t *testing.T) {
 	}
 }
 
+type opaque struct{ pipeline.Pipeline }
+
 func TestConfigUpdateRefusals(t *testing.T) {
 	t.Parallel()
 	st := world(t)
@@ -186,7 +188,8 @@ func TestConfigUpdateRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := pipeline.NewRegistry(&testfamily.Pipeline{N: 2})
+	// A pipeline seen only as a pipeline.Pipeline, with no Unwrap: no updater to find.
+	plain, err := pipeline.NewRegistry(opaque{&testfamily.Pipeline{N: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
