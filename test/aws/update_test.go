@@ -1,0 +1,129 @@
+package aws
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/rds"
+
+	"github.com/groundworkhq/groundwork/internal/client"
+	"github.com/groundworkhq/groundwork/internal/job"
+)
+
+// TestDatastoreConfigUpdate: a live RDS datastore's storage grows and its backup retention
+// changes in place through PATCH config (the same instance, ModifyDBInstance), after a dry run
+// that changed nothing; an engine change and a shrink are refused naming their fields; the
+// revisions and the audit log record the update.
+func TestDatastoreConfigUpdate(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	e := newEnv(t)
+	j := e.create(t, "datastore", `{"engine":"postgres","version":"16.3","instanceClass":"db.t3.micro","allocatedStorageGB":20,"backupRetentionDays":7}`)
+	j = waitStatus(t, e.s.Client, j.ID, job.StatusCompleted)
+	var in datastoreInfra
+	if err := json.Unmarshal(j.Infra, &in); err != nil {
+		t.Fatal(err)
+	}
+	describe := func() (class string, storage, retention int32, created time.Time) {
+		t.Helper()
+		out, err := rds.NewFromConfig(e.p.Config()).DescribeDBInstances(ctx, &rds.DescribeDBInstancesInput{DBInstanceIdentifier: &in.Server.ID})
+		if err != nil || len(out.DBInstances) != 1 {
+			t.Fatalf("RDS instance %s: %v", in.Server.ID, err)
+		}
+		db := out.DBInstances[0]
+		return awssdk.ToString(db.DBInstanceClass), awssdk.ToInt32(db.AllocatedStorage), awssdk.ToInt32(db.BackupRetentionPeriod), awssdk.ToTime(db.InstanceCreateTime)
+	}
+	_, _, _, born := describe()
+	// with is the job's config with some fields changed: PATCH takes the whole config.
+	with := func(set map[string]any) map[string]any {
+		var cfg map[string]any
+		if err := json.Unmarshal(j.Config, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range set {
+			cfg[k] = v
+		}
+		return cfg
+	}
+	base := "/api/provisioning-jobs/" + j.ID
+
+	for name, tc := range map[string]struct {
+		set   map[string]any
+		field string
+	}{
+		"engine":          {map[string]any{"engine": "mysql"}, "config.engine"},
+		"storage shrinks": {map[string]any{"allocatedStorageGB": 10}, "config.allocatedStorageGB"},
+		"fewer backups":   {map[string]any{"backupRetentionDays": 1}, "config.backupRetentionDays"},
+	} {
+		err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"config": with(tc.set)}, nil)
+		var ae *client.Error
+		if !asClientError(err, &ae) || ae.Status != http.StatusBadRequest || !hasField(ae, tc.field) {
+			t.Errorf("%s: %v; want 400 naming %s", name, err, tc.field)
+		}
+	}
+
+	next := with(map[string]any{"allocatedStorageGB": 50, "backupRetentionDays": 14})
+	var plan struct {
+		Resources []struct {
+			Action     string `json:"action"`
+			Disruption string `json:"disruption"`
+			Changes    []struct {
+				Field string `json:"field"`
+				From  any    `json:"from"`
+				To    any    `json:"to"`
+			} `json:"changes"`
+		} `json:"resources"`
+	}
+	if err := e.s.Client.Do(ctx, http.MethodPost, base+"/update-plan", map[string]any{"config": next}, &plan); err != nil {
+		t.Fatalf("update plan: %v", err)
+	}
+	if len(plan.Resources) != 1 || plan.Resources[0].Action != "in-place" || plan.Resources[0].Disruption != "none" || len(plan.Resources[0].Changes) != 2 {
+		t.Fatalf("update plan %+v: want storage and retention in place, no disruption", plan)
+	}
+	if _, storage, retention, _ := describe(); storage != 20 || retention != 7 {
+		t.Fatalf("after the dry run RDS has %d GB and %d days; want it untouched", storage, retention)
+	}
+
+	var patched job.Job
+	if err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"version": j.Version, "config": next}, &patched); err != nil {
+		t.Fatalf("PATCH config: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		j = getJob(t, e.s.Client, j.ID)
+		if j.Status == job.StatusCompleted && j.Version > patched.Version {
+			break
+		}
+		if j.Status == job.StatusFailed || time.Now().After(deadline) {
+			t.Fatalf("config update: job %s (version %d): %+v", j.Status, j.Version, j.Failure)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	class, storage, retention, created := describe()
+	if storage != 50 || retention != 14 || class != "db.t3.micro" || !created.Equal(born) {
+		t.Fatalf("RDS after the update: %s, %d GB, %d days, created %v (was %v); want the same instance with 50 GB and 14 days", class, storage, retention, created, born)
+	}
+	var revs struct {
+		Data []struct {
+			Number int    `json:"number"`
+			Status string `json:"status"`
+			Actor  string `json:"actor"`
+		} `json:"data"`
+	}
+	if err := e.s.Client.Do(ctx, http.MethodGet, base+"/revisions", nil, &revs); err != nil {
+		t.Fatal(err)
+	}
+	if len(revs.Data) != 2 || revs.Data[0].Status != "superseded" || revs.Data[1].Status != "applied" || revs.Data[1].Actor == "" {
+		t.Fatalf("revisions %+v: want the created config superseded and the update applied", revs.Data)
+	}
+	if n := e.auditActions(t, j.ID)["provisioning-job.update-config"]; n != 1 {
+		t.Fatalf("audit: %d provisioning-job.update-config entries, want 1 (refusals and the dry run are not changes)", n)
+	}
+	e.teardown(t, j.ID)
+	if left := e.leftovers(t, j); len(left) > 0 {
+		t.Fatalf("after teardown, moto still holds %v", left)
+	}
+}
