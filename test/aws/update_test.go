@@ -13,9 +13,25 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 )
 
+// waitUpdated waits for job id to complete the update PATCH answered at version.
+func waitUpdated(t *testing.T, e *env, id string, version int64) *job.Job {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		j := getJob(t, e.s.Client, id)
+		if j.Status == job.StatusCompleted && j.Version > version {
+			return j
+		}
+		if j.Status == job.StatusFailed || time.Now().After(deadline) {
+			t.Fatalf("config update: job %s (version %d): %+v", j.Status, j.Version, j.Failure)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestDatastoreConfigUpdate: a live RDS datastore's storage grows and its backup retention
 // changes in place through PATCH config (the same instance, ModifyDBInstance), after a dry run
-// that changed nothing; an engine change and a shrink are refused naming their fields; the
+// that changed nothing, then its instance class, for the maintenance window; an engine change and a shrink are refused naming their fields; the
 // revisions and the audit log record the update.
 func TestDatastoreConfigUpdate(t *testing.T) {
 	t.Parallel()
@@ -91,20 +107,21 @@ func TestDatastoreConfigUpdate(t *testing.T) {
 	if err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"version": j.Version, "config": next}, &patched); err != nil {
 		t.Fatalf("PATCH config: %v", err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		j = getJob(t, e.s.Client, j.ID)
-		if j.Status == job.StatusCompleted && j.Version > patched.Version {
-			break
-		}
-		if j.Status == job.StatusFailed || time.Now().After(deadline) {
-			t.Fatalf("config update: job %s (version %d): %+v", j.Status, j.Version, j.Failure)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	j = waitUpdated(t, e, j.ID, patched.Version)
 	class, storage, retention, created := describe()
 	if storage != 50 || retention != 14 || class != "db.t3.micro" || !created.Equal(born) {
 		t.Fatalf("RDS after the update: %s, %d GB, %d days, created %v (was %v); want the same instance with 50 GB and 14 days", class, storage, retention, created, born)
+	}
+	// A second update, from the config as the job now holds it (with the first update's
+	// applyImmediately): the instance class, left to the maintenance window. moto applies
+	// every modification at once, so DescribeDBInstances shows it already.
+	next = with(map[string]any{"instanceClass": "db.t3.small"})
+	if err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"version": j.Version, "config": next, "applyImmediately": false}, &patched); err != nil {
+		t.Fatalf("PATCH config: %v", err)
+	}
+	j = waitUpdated(t, e, j.ID, patched.Version)
+	if class, storage, _, _ := describe(); class != "db.t3.small" || storage != 50 {
+		t.Fatalf("RDS after the second update: %s, %d GB; want db.t3.small, 50 GB", class, storage)
 	}
 	var revs struct {
 		Data []struct {
@@ -116,11 +133,11 @@ func TestDatastoreConfigUpdate(t *testing.T) {
 	if err := e.s.Client.Do(ctx, http.MethodGet, base+"/revisions", nil, &revs); err != nil {
 		t.Fatal(err)
 	}
-	if len(revs.Data) != 2 || revs.Data[0].Status != "superseded" || revs.Data[1].Status != "applied" || revs.Data[1].Actor == "" {
-		t.Fatalf("revisions %+v: want the created config superseded and the update applied", revs.Data)
+	if len(revs.Data) != 3 || revs.Data[0].Status != "superseded" || revs.Data[1].Status != "superseded" || revs.Data[2].Status != "applied" || revs.Data[2].Actor == "" {
+		t.Fatalf("revisions %+v: want the created config and the first update superseded, the second applied", revs.Data)
 	}
-	if n := e.auditActions(t, j.ID)["provisioning-job.update-config"]; n != 1 {
-		t.Fatalf("audit: %d provisioning-job.update-config entries, want 1 (refusals and the dry run are not changes)", n)
+	if n := e.auditActions(t, j.ID)["provisioning-job.update-config"]; n != 2 {
+		t.Fatalf("audit: %d provisioning-job.update-config entries, want 2 (refusals and the dry run are not changes)", n)
 	}
 	e.teardown(t, j.ID)
 	if left := e.leftovers(t, j); len(left) > 0 {
