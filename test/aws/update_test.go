@@ -3,14 +3,17 @@ package aws
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/rds"
 
+	"github.com/groundworkhq/groundwork/internal/app/apptest"
 	"github.com/groundworkhq/groundwork/internal/client"
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
 )
 
 // waitUpdated waits for job id to complete the update PATCH answered at version.
@@ -143,4 +146,69 @@ func TestDatastoreConfigUpdate(t *testing.T) {
 	if left := e.leftovers(t, j); len(left) > 0 {
 		t.Fatalf("after teardown, moto still holds %v", left)
 	}
+}
+
+// TestDatastoreUpdateSurvivesCrash kills the server (SIGKILL) right after the update's
+// create_server sent ModifyDBInstance and before the engine recorded it; restarted, the server
+// runs the step again (which finds the instance already modified and sends nothing) and
+// completes the update: the same instance with the new storage, the revision applied.
+func TestDatastoreUpdateSurvivesCrash(t *testing.T) {
+	t.Parallel()
+	endpoint := motoEnv.Endpoint(t)
+	markers := t.TempDir()
+	addr := childserver.FreeAddr(t)
+	c := childserver.Start(t, append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr,
+		envCrashAt+"=update:create_server", envMarkers+"="+markers, "AWS_ENDPOINT_URL="+endpoint))
+	cl := client.New("http://"+addr, childToken)
+	c.WaitUp(cl)
+	e := newEnvOn(t, &apptest.Server{URL: "http://" + addr, Token: childToken, Client: cl}, endpoint, false)
+	ctx := testCtx(t)
+
+	j := e.create(t, "datastore", `{"engine":"postgres","version":"16.3","allocatedStorageGB":20}`)
+	j = waitStatus(t, cl, j.ID, job.StatusCompleted)
+	var cfg map[string]any
+	if err := json.Unmarshal(j.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["allocatedStorageGB"] = 60
+	var patched job.Job
+	if err := cl.Do(ctx, http.MethodPatch, "/api/provisioning-jobs/"+j.ID, map[string]any{"version": j.Version, "config": cfg}, &patched); err != nil {
+		t.Fatalf("PATCH config: %v", err)
+	}
+	restarts := 0
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if c.RestartIfDead() {
+			restarts++
+			c.WaitUp(cl)
+		}
+		var got job.Job
+		err := cl.Do(ctx, http.MethodGet, "/api/provisioning-jobs/"+j.ID, nil, &got)
+		if err == nil && got.Status == job.StatusCompleted && got.Version > patched.Version {
+			break
+		}
+		if err == nil && got.Status == job.StatusFailed {
+			t.Fatalf("update failed: %+v", got.Failure)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("update not completed after %d restarts: %v %v", restarts, got.Status, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if entries, _ := os.ReadDir(markers); len(entries) != 1 || restarts == 0 {
+		t.Fatalf("crashed %d times, %d restarts; want one crash after the update's create_server", len(entries), restarts)
+	}
+	out, err := rds.NewFromConfig(e.p.Config()).DescribeDBInstances(ctx, &rds.DescribeDBInstancesInput{})
+	if err != nil || len(out.DBInstances) != 1 || awssdk.ToInt32(out.DBInstances[0].AllocatedStorage) != 60 {
+		t.Fatalf("RDS after the crash: %+v (%v); want the one instance with 60 GB", out, err)
+	}
+	var revs struct {
+		Data []struct {
+			Status string `json:"status"`
+		} `json:"data"`
+	}
+	if err := cl.Do(ctx, http.MethodGet, "/api/provisioning-jobs/"+j.ID+"/revisions", nil, &revs); err != nil || len(revs.Data) != 2 || revs.Data[1].Status != "applied" {
+		t.Fatalf("revisions %+v (%v): want the update applied", revs.Data, err)
+	}
+	e.teardown(t, j.ID)
 }
