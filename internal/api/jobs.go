@@ -221,6 +221,9 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if err != nil {
 		return err
 	}
+	if string(req.Config) == "null" {
+		req.Config = nil // as if left out, like every other field of the patch
+	}
 	out, err := s.jobs.Patch(r.Context(), jobCaller(p), r.PathValue("id"), jobs.Patch{Version: want, Name: req.Name, Tags: req.Tags,
 		Status: req.Status, VMOp: req.VMOp, Min: req.Min, Max: req.Max, Desired: req.Desired,
 		Config: req.Config, AllowDataLoss: req.AllowDataLoss, ApplyImmediately: req.ApplyImmediately})

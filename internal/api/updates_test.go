@@ -46,6 +46,10 @@ func TestConfigUpdateOverAPI(t *testing.T) {
 		}
 	}
 
+	// A null config is a field left out: a plain rename.
+	if a := b.call(t, "PATCH", base, `{"config":null,"name":"renamed"}`); a.status != 200 || a.body["name"] != "renamed" {
+		t.Fatalf("rename with a null config: %d %s", a.status, a.raw)
+	}
 	up := b.call(t, "PATCH", base, `{"config":{"size":2,"fixed":"a"}}`)
 	if up.status != 200 || up.body["status"] != "queued" {
 		t.Fatalf("PATCH config: %d %s", up.status, up.raw)
