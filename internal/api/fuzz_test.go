@@ -23,6 +23,7 @@ func requestTypes() []func() any {
 		func() any { return &createConnectionRequest{} }, func() any { return &datastore.CreateDatabaseParams{} },
 		func() any { return &installComponentRequest{} }, func() any { return &registerClusterRequest{} },
 		func() any { return &protocol.RegisterInput{} },
+		func() any { return &updatePlanRequest{} }, func() any { return &rollbackRequest{} },
 	}
 }
 

@@ -205,6 +205,11 @@ type patchJobRequest struct {
 	Min     *int32 `json:"min" description:"resize: the pool's new minimum (an ASG pool)"`
 	Max     *int32 `json:"max" description:"resize: the pool's new maximum"`
 	Desired *int32 `json:"desired" description:"resize: the pool's new desired size"`
+	// Config updates a completed job (or one whose last update failed); see update-plan for
+	// the dry run.
+	Config           json.RawMessage `json:"config" description:"a config update: the whole new config of a completed job (or one whose last update failed); a request of its own"`
+	AllowDataLoss    bool            `json:"allowDataLoss" description:"config update: accept a change that drops data (a shorter backup retention)"`
+	ApplyImmediately *bool           `json:"applyImmediately" description:"config update: false leaves a disruptive change to the cloud's maintenance window (default true)"`
 }
 
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
@@ -216,8 +221,12 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if err != nil {
 		return err
 	}
+	if string(req.Config) == "null" {
+		req.Config = nil // as if left out, like every other field of the patch
+	}
 	out, err := s.jobs.Patch(r.Context(), jobCaller(p), r.PathValue("id"), jobs.Patch{Version: want, Name: req.Name, Tags: req.Tags,
-		Status: req.Status, VMOp: req.VMOp, Min: req.Min, Max: req.Max, Desired: req.Desired})
+		Status: req.Status, VMOp: req.VMOp, Min: req.Min, Max: req.Max, Desired: req.Desired,
+		Config: req.Config, AllowDataLoss: req.AllowDataLoss, ApplyImmediately: req.ApplyImmediately})
 	if err != nil {
 		return jobErr(err)
 	}

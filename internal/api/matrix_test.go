@@ -251,7 +251,8 @@ type fixture struct {
 // notAudited lists mutating routes that write no audit entry, with the reason. Everything
 // else that is not a GET must leave exactly one entry.
 var notAudited = map[string]string{
-	"POST /api/provisioning-jobs/plan": "a plan stores and changes nothing",
+	"POST /api/provisioning-jobs/plan":             "a plan stores and changes nothing",
+	"POST /api/provisioning-jobs/{id}/update-plan": "a dry run stores and changes nothing",
 }
 
 func fixtures() map[string]fixture {
@@ -425,6 +426,9 @@ func fixtures() map[string]fixture {
 		fx[key] = f
 	}
 	for key, f := range driftFixtures() {
+		fx[key] = f
+	}
+	for key, f := range updateFixtures() {
 		fx[key] = f
 	}
 	return fx

@@ -54,6 +54,7 @@ func datastoreSchema(engine, exampleVersion string, withStorage bool) json.RawMe
 		%s
 		"multiAZ": {"type":"boolean","default":false,"description":"a standby in another zone"},
 		"backupRetentionDays": {"type":"integer","minimum":0,"maximum":35,"default":7},
+		"applyImmediately": {"type":"boolean","description":"a config update: false leaves a disruptive change (the instance class) to the cloud's maintenance window; written by the update (docs/updates.md)"},
 		"vpcID": {"type":"string","minLength":1,"description":"GCP: the VPC network to place the server on, with private services access (a network job's vpcID); omitted, the datastore gets a network of its own"}
 	}
 }`, engine, nameSchema, exampleVersion, storage))

@@ -48,6 +48,11 @@ type Patch struct {
 	VMOp *string
 	// Min, Max and Desired resize a completed ASG pool in place.
 	Min, Max, Desired *int32
+	// Config is a whole new config for a live job (see ApplyUpdate); it is a request of its
+	// own, with AllowDataLoss and ApplyImmediately.
+	Config           json.RawMessage
+	AllowDataLoss    bool
+	ApplyImmediately *bool
 }
 
 // unconditionalAttempts bounds how often a patch without a version re-reads the job after
@@ -60,6 +65,17 @@ func (s *Service) Patch(ctx context.Context, c Caller, id string, p Patch) (*job
 	if p.Name != nil && len(*p.Name) > 200 {
 		return nil, &Refusal{Reason: Invalid, Detail: "bad name",
 			Fields: []validation.FieldError{{Field: "name", Rule: "maxLength", Message: "must be at most 200 characters"}}}
+	}
+	if p.Config != nil {
+		if p.Name != nil || p.Tags != nil || p.Status != nil || p.VMOp != nil || p.Min != nil || p.Max != nil || p.Desired != nil {
+			return nil, &Refusal{Reason: Invalid, Detail: "a config update is a request of its own",
+				Fields: []validation.FieldError{{Field: "config", Rule: "exclusive", Message: "send config (with allowDataLoss, applyImmediately) without name, tags, status, vmOp or min/max/desired"}}}
+		}
+		return s.ApplyUpdate(ctx, c, id, Update{Version: p.Version, Config: p.Config, AllowDataLoss: p.AllowDataLoss, ApplyImmediately: p.ApplyImmediately})
+	}
+	if p.AllowDataLoss || p.ApplyImmediately != nil {
+		return nil, &Refusal{Reason: Invalid, Detail: "allowDataLoss and applyImmediately go with config",
+			Fields: []validation.FieldError{{Field: "config", Rule: "required", Message: "allowDataLoss and applyImmediately qualify a config update"}}}
 	}
 	// Without a version the caller asks for the change to be applied to whatever the job is
 	// now (the older clients' contract); the engine may commit in between, so a lost race is

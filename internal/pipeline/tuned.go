@@ -19,6 +19,10 @@ type Tuned struct {
 	AfterDo func(ctx context.Context, j *job.Job, step string)
 }
 
+// Unwrap returns the pipeline Tuned wraps, so that a caller can ask it for abilities beyond
+// Pipeline (a config updater).
+func (p Tuned) Unwrap() Pipeline { return p.Pipeline }
+
 // LeaseTTL implements Pipeline.
 func (p Tuned) LeaseTTL() time.Duration {
 	if p.TTL > 0 {

@@ -199,6 +199,10 @@ type FamilyNotes interface {
 	NotOffered(f job.Family) string
 }
 
+// Unwrap returns the family's own pipeline, so that a caller can ask it for abilities beyond
+// pipeline.Pipeline (a config updater).
+func (p Family) Unwrap() pipeline.Pipeline { return p.Pipeline }
+
 // Validate implements pipeline.Pipeline.
 func (p Family) Validate(ctx context.Context, j *job.Job) error {
 	if !slices.Contains(Names(p.Providers), j.Provider) {

@@ -54,6 +54,7 @@ type Full interface {
 	EndedJobs
 	RemediationTimeline
 	Inspections
+	JobRevisions
 }
 
 // Tx is the whole store bound to one transaction: what Audited hands its function. Every

@@ -46,6 +46,7 @@ type fullStore interface {
 	store.Pruner
 	remediation.Timeline
 	store.Inspections
+	store.JobRevisions
 }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -167,8 +168,8 @@ var fixtures = map[int]fixture{
 			}
 		},
 	},
-	13: {
-		// The drift ledger: an inspection of the live job written at 13 reads back, and its
+	12: {
+		// The drift ledger: an inspection of the live job written at 12 reads back, and its
 		// claim, not yet due, is kept.
 		write: func(t *testing.T, s fullStore, _ int) {
 			ctx := context.Background()
@@ -187,6 +188,25 @@ var fixtures = map[int]fixture{
 			}
 			if ok, err := s.ClaimInspection(ctx, "org_up", "job_up", t0.Add(time.Minute), t0.Add(2*time.Hour)); err != nil || ok {
 				t.Errorf("a claim not yet due was taken after upgrade: %v %v", ok, err)
+			}
+		},
+	},
+	11: {
+		// A config revision written at 11 reads back after the upgrade, and its number is
+		// still taken.
+		write: func(t *testing.T, s fullStore, _ int) {
+			must(t, s.AddRevision(context.Background(), store.JobRevision{OrgID: "org_up", JobID: "job_up", Number: 1,
+				Config: []byte(`{"engine":"postgres"}`), Infra: []byte(`{"host":"h"}`), Status: store.RevisionApplied, Reason: "create", CreatedAt: t0}))
+		},
+		check: func(t *testing.T, s fullStore) {
+			ctx := context.Background()
+			revs, err := s.ListRevisions(ctx, "org_up", "job_up")
+			if err != nil || len(revs) != 1 || revs[0].Status != store.RevisionApplied || string(revs[0].Config) != `{"engine":"postgres"}` || !revs[0].CreatedAt.Equal(t0) {
+				t.Errorf("revisions after upgrade: %+v %v", revs, err)
+			}
+			if err := s.AddRevision(ctx, store.JobRevision{OrgID: "org_up", JobID: "job_up", Number: 1, Config: []byte(`{}`), Infra: []byte(`{}`),
+				Status: store.RevisionApplying, Reason: "update", CreatedAt: t0}); !errors.Is(err, store.ErrVersionConflict) {
+				t.Errorf("revision 1 added again after upgrade: %v", err)
 			}
 		},
 	},

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,15 @@ func serve() int {
 			Probe:   func(*awsp.Provider) awsp.BootstrapProbe { return awsp.FakeBootstrapProbe{AllReady: true} },
 			AfterDo: afterDo,
 		},
+		// A datastore step re-run by a config update (its config then holds applyImmediately)
+		// crashes as "update:<step>", apart from the same step at creation.
+		Datastores: app.DatastoreOptions{Poll: 100 * time.Millisecond, LeaseTTL: time.Second,
+			AfterDo: func(ctx context.Context, j *job.Job, step string) {
+				if bytes.Contains(j.Config, []byte(`"applyImmediately"`)) {
+					step = "update:" + step
+				}
+				afterDo(ctx, j, step)
+			}},
 		Remediation: app.RemediationOptions{AfterDo: afterDo},
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -22,6 +22,9 @@ type Config struct {
 	AllocatedStorageGB  int       `json:"allocatedStorageGB,omitempty"`
 	MultiAZ             bool      `json:"multiAZ,omitempty"`
 	BackupRetentionDays int       `json:"backupRetentionDays,omitempty"`
+	// ApplyImmediately is written by a config update (PlanUpdate): false leaves a disruptive
+	// change to the server's maintenance window. Nil is true.
+	ApplyImmediately *bool `json:"applyImmediately,omitempty"`
 
 	// Adopt mode: the existing server. The admin password is never part of a stored config:
 	// PrepareAdopt moves it into the secret store and leaves AdminSecretRef.

@@ -299,6 +299,14 @@ func (p *Pipeline) createServer(ctx context.Context, r *pipeline.Run) (pipeline.
 			ServerInfo: ServerInfo{Host: rn.cfg.Host, Port: rn.cfg.Port, AdminUser: adoptUser(rn.cfg), Version: rn.cfg.Version}}
 		return pipeline.Done(map[string]any{InfraServer: info}), nil
 	}
+	var have serverInfra
+	if ok, err := r.Infra(InfraServer, &have); err != nil {
+		return pipeline.Result{}, fault.System(err)
+	} else if ok && have.ID != "" && rn.cfg.ApplyImmediately != nil {
+		// The server is on record only once this step finished, and only a config update
+		// writes applyImmediately: the update re-opened this step.
+		return p.modifyServer(ctx, rn, r)
+	}
 	pw, _, err := p.adminPassword(ctx, r)
 	if err != nil {
 		return pipeline.Result{}, err

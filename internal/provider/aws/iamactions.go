@@ -222,8 +222,9 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			} else {
 				create("aws_db_subnet_group", name, 1)
 				create("aws_db_instance", name, 1)
+				// ModifyDBInstance: a config update re-runs this step against the instance.
 				ops = append(ops, "rds:CreateDBInstance", "rds:CreateDBSubnetGroup", "rds:DeleteDBInstance", "rds:DeleteDBSubnetGroup",
-					"rds:DescribeDBInstances", "rds:DescribeDBSubnetGroups", "rds:AddTagsToResource")
+					"rds:DescribeDBInstances", "rds:DescribeDBSubnetGroups", "rds:AddTagsToResource", "rds:ModifyDBInstance")
 			}
 		case "wait_ready":
 			ops = append(ops, "secretsmanager:GetSecretValue")

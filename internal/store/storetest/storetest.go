@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"OldestDue":                testOldestDue,
 		"RemediationTimeline":      testRemediationTimeline,
 		"Inspections":              testInspections,
+		"JobRevisions":             testJobRevisions,
 	}
 	for name, fn := range accessTests {
 		tests[name] = fn

@@ -1,0 +1,320 @@
+package jobs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/groundworkhq/groundwork/internal/catalog"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/validation"
+)
+
+// Updater plans a configuration update of a live job of its family: it judges the new config
+// against the job as it stands and answers the diff per resource, the new config and the
+// step records that carry the change out. Refusals are field errors (validation.Fielder).
+// The family pipelines implement it (the datastore family first).
+type Updater interface {
+	PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error)
+}
+
+// RevisionLister reads a job's configuration revisions (the store's JobRevisions).
+type RevisionLister interface {
+	ListRevisions(ctx context.Context, orgID, jobID string) ([]store.JobRevision, error)
+}
+
+// Update is a configuration update of a stored job.
+type Update struct {
+	// Version is the version the caller read; nil applies the update to the job as it is.
+	Version *int64
+	// Config is the whole new config.
+	Config json.RawMessage
+	// AllowDataLoss lets through a change that drops data (shorter backup retention).
+	AllowDataLoss bool
+	// ApplyImmediately false leaves a disruptive change to the cloud's maintenance window.
+	ApplyImmediately *bool
+}
+
+// Revision reasons.
+const (
+	reasonCreate   = "create"
+	reasonUpdate   = "update"
+	reasonRollback = "rollback"
+)
+
+// updaterOf finds the Updater of p, looking through the wrappers the server puts around a
+// family's pipeline (its lease tuning, the provider check).
+func updaterOf(p pipeline.Pipeline) (Updater, bool) {
+	for p != nil {
+		if u, ok := p.(Updater); ok {
+			return u, true
+		}
+		w, ok := p.(interface{ Unwrap() pipeline.Pipeline })
+		if !ok {
+			return nil, false
+		}
+		p = w.Unwrap()
+	}
+	return nil, false
+}
+
+// PlanUpdate answers what u would do to job id without changing anything: the dry run.
+func (s *Service) PlanUpdate(ctx context.Context, c Caller, id string, u Update) (*pipeline.UpdatePlan, error) {
+	j, err := s.Get(ctx, c.OrgID, id)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := s.listRevisions(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	return s.planUpdate(ctx, j, revs, u.Config, u)
+}
+
+// ApplyUpdate plans u and, if it changes anything, records it as the job's next revision and
+// queues the job to carry it out (the engine runs the re-opened steps under the job's lease,
+// like any pending steps). A config that changes nothing answers the job as it is and records
+// nothing. Refusals are *Refusal; the store's sentinels pass.
+func (s *Service) ApplyUpdate(ctx context.Context, c Caller, id string, u Update) (*job.Job, error) {
+	return s.retryUnversioned(u.Version, func() (*job.Job, error) {
+		j, err := s.Get(ctx, c.OrgID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkVersion(j, u.Version); err != nil {
+			return nil, err
+		}
+		revs, err := s.listRevisions(ctx, j)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := s.planUpdate(ctx, j, revs, u.Config, u)
+		if err != nil {
+			return nil, err
+		}
+		if !pl.Changed() {
+			return j, nil
+		}
+		meta := map[string]any{"resources": pl.Resources, "allowDataLoss": u.AllowDataLoss, "rerun": pl.Rerun}
+		if u.ApplyImmediately != nil {
+			meta["applyImmediately"] = *u.ApplyImmediately
+		}
+		return s.reopenWithRevision(ctx, c, j, revs, pl, reasonUpdate, "provisioning-job.update-config", meta, u.Version == nil)
+	})
+}
+
+// Rollback re-opens job id with the config of its last applied revision; only a job whose
+// latest update failed is rolled back. allowDataLoss is as for an update.
+func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *int64, allowDataLoss bool) (*job.Job, error) {
+	return s.retryUnversioned(version, func() (*job.Job, error) {
+		j, err := s.Get(ctx, c.OrgID, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkVersion(j, version); err != nil {
+			return nil, err
+		}
+		revs, err := s.listRevisions(ctx, j)
+		if err != nil {
+			return nil, err
+		}
+		if len(revs) == 0 || revs[len(revs)-1].Status != store.RevisionFailed {
+			return nil, &Refusal{Reason: Conflict, Detail: "only a job whose latest config update failed is rolled back; this one's did not"}
+		}
+		var target *store.JobRevision
+		for i := len(revs) - 1; i >= 0; i-- {
+			if revs[i].Status == store.RevisionApplied {
+				target = &revs[i]
+				break
+			}
+		}
+		if target == nil {
+			return nil, &Refusal{Reason: Conflict, Detail: "the job has no applied revision to roll back to"}
+		}
+		pl, err := s.planUpdate(ctx, j, revs, target.Config, Update{AllowDataLoss: allowDataLoss})
+		if err != nil {
+			return nil, err
+		}
+		meta := map[string]any{"toRevision": target.Number, "resources": pl.Resources, "rerun": pl.Rerun}
+		return s.reopenWithRevision(ctx, c, j, revs, pl, reasonRollback, "provisioning-job.rollback-config", meta, version == nil)
+	})
+}
+
+// Revisions lists job id's revisions, oldest first, each with its status as the job now
+// stands (see settle).
+func (s *Service) Revisions(ctx context.Context, orgID, id string) ([]store.JobRevision, error) {
+	j, err := s.Get(ctx, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.listRevisions(ctx, j)
+}
+
+// retryUnversioned runs once, and again on a fresh read when a request without a version lost
+// a race with the engine's own checkpoints (as Patch does).
+func (s *Service) retryUnversioned(version *int64, once func() (*job.Job, error)) (*job.Job, error) {
+	for attempt := 1; ; attempt++ {
+		out, err := once()
+		if errors.Is(err, store.ErrVersionConflict) && version == nil && attempt < unconditionalAttempts {
+			continue
+		}
+		return out, err
+	}
+}
+
+func checkVersion(j *job.Job, want *int64) error {
+	if want != nil && j.Version != *want {
+		return &Refusal{Reason: Conflict, Err: store.ErrVersionConflict,
+			Detail: fmt.Sprintf("the job is at version %d, not %d; read it again and retry", j.Version, *want)}
+	}
+	return nil
+}
+
+// listRevisions reads j's revisions and settles them against j.
+func (s *Service) listRevisions(ctx context.Context, j *job.Job) ([]store.JobRevision, error) {
+	rl, ok := s.Store.(RevisionLister)
+	if !ok {
+		return nil, errors.New("this store keeps no job revisions")
+	}
+	revs, err := rl.ListRevisions(ctx, j.OrgID, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	settle(j, revs)
+	return revs, nil
+}
+
+// settle gives the latest revision the status its job's outcome decides: applied once the
+// job completed the update, failed once it failed; an applied one before it becomes
+// superseded. The engine knows nothing of revisions: the job's own status is the record of
+// how its last update went, so it is read from there (and written when the next update or
+// rollback is accepted, in the same transaction).
+func settle(j *job.Job, revs []store.JobRevision) {
+	if len(revs) == 0 || j.Phase != job.PhaseApply {
+		return
+	}
+	last := &revs[len(revs)-1]
+	if last.Status == store.RevisionApplying {
+		switch j.Status {
+		case job.StatusCompleted:
+			last.Status = store.RevisionApplied
+		case job.StatusFailed:
+			last.Status = store.RevisionFailed
+		}
+	}
+	if last.Status == store.RevisionApplied {
+		for i := range revs[:len(revs)-1] {
+			if revs[i].Status == store.RevisionApplied {
+				revs[i].Status = store.RevisionSuperseded
+			}
+		}
+	}
+}
+
+// updatable refuses an update of j unless j is live: completed, or failed in an update (its
+// latest revision failed). A job that failed while it was being created is retried instead.
+func updatable(j *job.Job, revs []store.JobRevision) error {
+	if j.Phase == job.PhaseApply && j.Status == job.StatusCompleted {
+		return nil
+	}
+	if j.Phase == job.PhaseApply && j.Status == job.StatusFailed && len(revs) > 0 && revs[len(revs)-1].Status == store.RevisionFailed {
+		return nil
+	}
+	return &Refusal{Reason: Conflict, Detail: fmt.Sprintf("a config update needs a completed job (or one whose last update failed); this one is %s", j.Status)}
+}
+
+// planUpdate checks config (the catalog's schema and defaults, then the family's updater)
+// for j as it stands.
+func (s *Service) planUpdate(ctx context.Context, j *job.Job, revs []store.JobRevision, config json.RawMessage, u Update) (*pipeline.UpdatePlan, error) {
+	config = bytes.TrimSpace(config)
+	if len(config) == 0 || config[0] != '{' {
+		return nil, &Refusal{Reason: Invalid, Detail: "the config is invalid",
+			Fields: []validation.FieldError{{Field: "config", Rule: "type", Message: "must be an object"}}}
+	}
+	if err := updatable(j, revs); err != nil {
+		return nil, err
+	}
+	pl, _ := s.Pipelines.Get(j.Family)
+	up, ok := updaterOf(pl)
+	if !ok {
+		return nil, &Refusal{Reason: Invalid, Detail: "kind " + string(j.Family) + " takes no config updates",
+			Fields: []validation.FieldError{{Field: "config", Rule: "supported", Message: "this server cannot update a " + string(j.Family) + " job's config; make a new job"}}}
+	}
+	if s.Catalog != nil && j.Mode == job.ModeCreate {
+		_, withDefaults, err := s.Catalog.ValidateJob(j.Family, config)
+		var ve *catalog.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			return nil, &Refusal{Reason: Invalid, Detail: "the config is invalid for kind " + string(j.Family), Fields: CatalogFields(ve)}
+		case err == nil:
+			config = withDefaults
+		}
+	}
+	plan, err := up.PlanUpdate(ctx, j, pipeline.UpdateRequest{Config: config, AllowDataLoss: u.AllowDataLoss, ApplyImmediately: u.ApplyImmediately})
+	if err != nil {
+		if _, ok := validation.Fields(err); ok {
+			return nil, &Refusal{Reason: Invalid, Detail: "the config update is refused", Fields: prefixConfig(err)}
+		}
+		return nil, err
+	}
+	return plan, nil
+}
+
+// prefixConfig names every refused field as a field of the request's config.
+func prefixConfig(err error) []validation.FieldError {
+	f, _ := validation.Fields(err)
+	out := make([]validation.FieldError, len(f))
+	for i, e := range f {
+		if e.Field != "config" && !bytes.HasPrefix([]byte(e.Field), []byte("config.")) {
+			e.Field = "config." + e.Field
+		}
+		out[i] = e
+	}
+	return out
+}
+
+// reopenWithRevision records pl as j's next revision (and, at the first update, the config j
+// was created with as revision 1, with no actor: the job's creation is in the audit log),
+// settles the revisions before it, and queues j with pl's
+// config and steps, all in one audited transaction.
+func (s *Service) reopenWithRevision(ctx context.Context, c Caller, j *job.Job, revs []store.JobRevision, pl *pipeline.UpdatePlan,
+	reason, action string, meta map[string]any, unconditional bool) (*job.Job, error) {
+	now := s.Now()
+	next := len(revs) + 1
+	if len(revs) == 0 {
+		next = 2
+	}
+	meta["revision"] = next
+	if unconditional {
+		meta["unconditional"] = true
+	}
+	queued := job.StatusQueued
+	up := &store.UpdateJobParams{OrgID: j.OrgID, ID: j.ID, Version: j.Version, Now: now, Config: pl.Config, Steps: pl.Steps,
+		Status: &queued, NextRunAt: &now, ClearFailure: j.Status == job.StatusFailed}
+	var out *job.Job
+	err := s.audited(ctx, c, action, j.ID, meta, func(tx store.Tx) (err error) {
+		if len(revs) == 0 {
+			if err := tx.AddRevision(ctx, store.JobRevision{OrgID: j.OrgID, JobID: j.ID, Number: 1, Config: j.Config, Infra: j.Infra,
+				Status: store.RevisionApplied, Reason: reasonCreate, CreatedAt: j.CreatedAt}); err != nil {
+				return err
+			}
+		}
+		// What settle decided from the job's status goes on record now that the job moves on.
+		for _, r := range revs {
+			if err := tx.SetRevisionStatus(ctx, j.OrgID, j.ID, r.Number, r.Status, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.AddRevision(ctx, store.JobRevision{OrgID: j.OrgID, JobID: j.ID, Number: next, Config: pl.Config, Infra: j.Infra,
+			Status: store.RevisionApplying, Reason: reason, Actor: c.Actor, CreatedAt: now}); err != nil {
+			return err
+		}
+		out, err = tx.UpdateJob(ctx, up)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,226 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/audit"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/jobs"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
+	"github.com/groundworkhq/groundwork/internal/store"
+	"github.com/groundworkhq/groundwork/internal/validation"
+)
+
+// sizing is the test family with a config update: {"size": n} changes in place, step2 runs
+// again; {"kind": ...} cannot change.
+type sizing struct{ *testfamily.Pipeline }
+
+func (sizing) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
+	var from, to struct {
+		Size int    `json:"size"`
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(j.Config, &from)
+	if err := json.Unmarshal(req.Config, &to); err != nil {
+		return nil, validation.New("config", "type", err.Error())
+	}
+	if from.Kind != to.Kind {
+		return nil, validation.New("config.kind", "immutable", "cannot change in place")
+	}
+	rc := pipeline.ResourceChange{Resource: "thing", Action: pipeline.ActionNoOp, Changes: []pipeline.FieldChange{}, Disruption: "none"}
+	steps := append([]job.StepRecord(nil), j.Steps...)
+	var rerun []string
+	if from.Size != to.Size {
+		rc.Action, rc.Changes = pipeline.ActionInPlace, []pipeline.FieldChange{{Field: "size", From: from.Size, To: to.Size}}
+		steps[1] = job.StepRecord{Name: steps[1].Name, Status: job.StepPending}
+		rerun = []string{steps[1].Name}
+	}
+	return &pipeline.UpdatePlan{Resources: []pipeline.ResourceChange{rc}, Config: req.Config, Steps: steps, Rerun: rerun}, nil
+}
+
+func TestConfigUpdateAndRollback(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := world(t)
+	// The server wraps a family's pipeline; the updater is found through the wrappers.
+	reg, err := pipeline.NewRegistry(pipeline.Tuned{Pipeline: sizing{&testfamily.Pipeline{N: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Hour)
+	svc := &jobs.Service{Store: st, Pipelines: reg, Now: func() time.Time { return now }}
+	alice := jobs.Caller{OrgID: "org_a", Actor: "alice"}
+	j := seed(t, st, "job_upd", func(j *job.Job) { done(j); j.Config = json.RawMessage(`{"size":1,"kind":"a"}`) })
+
+	// The dry run answers the diff and changes nothing.
+	pl, err := svc.PlanUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":2,"kind":"a"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Resources) != 1 || pl.Resources[0].Action != pipeline.ActionInPlace || pl.Resources[0].Changes[0].Field != "size" {
+		t.Fatalf("plan %+v", pl)
+	}
+	if after, _ := svc.Get(ctx, "org_a", j.ID); after.Version != j.Version {
+		t.Fatal("the dry run changed the job")
+	}
+	if revs, err := svc.Revisions(ctx, "org_a", j.ID); err != nil || len(revs) != 0 {
+		t.Fatalf("the dry run recorded revisions %+v (%v)", revs, err)
+	}
+
+	// A refused field names itself under config; nothing is stored.
+	_, err = svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":2,"kind":"b"}`)})
+	var rf *jobs.Refusal
+	if !errors.As(err, &rf) || rf.Reason != jobs.Invalid || len(rf.Fields) != 1 || rf.Fields[0].Field != "config.kind" {
+		t.Fatalf("kind change: %v, want a refusal naming config.kind", err)
+	}
+	// A stale version is a conflict.
+	stale := j.Version - 1
+	if _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &stale, Config: json.RawMessage(`{"size":2,"kind":"a"}`)}); !errors.Is(err, store.ErrVersionConflict) {
+		t.Fatalf("stale version: %v", err)
+	}
+	// Nothing to change: the job as it is, no revision.
+	same, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":1,"kind":"a"}`)})
+	if err != nil || same.Version != j.Version {
+		t.Fatalf("unchanged config: %v, version %d", err, same.Version)
+	}
+
+	// Applied: the job is queued with step2 pending and the new config; revisions 1 (the
+	// config it was created with) and 2.
+	up, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &j.Version, Config: json.RawMessage(`{"size":2,"kind":"a"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Status != job.StatusQueued || up.Steps[0].Status != job.StepDone || up.Steps[1].Status != job.StepPending || string(up.Config) != `{"size":2,"kind":"a"}` {
+		t.Fatalf("after the update the job is %s with steps %+v and config %s", up.Status, up.Steps, up.Config)
+	}
+	revisions := func(want ...store.RevisionStatus) []store.JobRevision {
+		t.Helper()
+		revs, err := svc.Revisions(ctx, "org_a", j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(revs) != len(want) {
+			t.Fatalf("revisions %+v, want %v", revs, want)
+		}
+		for i, r := range revs {
+			if r.Number != i+1 || r.Status != want[i] {
+				t.Fatalf("revision %d: number %d status %s, want %v", i, r.Number, r.Status, want)
+			}
+		}
+		return revs
+	}
+	revs := revisions(store.RevisionApplied, store.RevisionApplying)
+	if string(revs[0].Config) != `{"size":1,"kind":"a"}` || revs[0].Reason != "create" || revs[1].Actor != "alice" || revs[1].Reason != "update" {
+		t.Fatalf("revisions %+v", revs)
+	}
+	// Another org sees none of it.
+	if _, err := svc.Revisions(ctx, "org_b", j.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another org's revisions: %v", err)
+	}
+	// A second update while the first runs is refused.
+	if _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":3,"kind":"a"}`)}); !errors.As(err, &rf) || rf.Reason != jobs.Conflict {
+		t.Fatalf("update of a queued job: %v", err)
+	}
+	// Rollback needs a failed update.
+	if _, err := svc.Rollback(ctx, alice, j.ID, nil, false); !errors.As(err, &rf) || rf.Reason != jobs.Conflict {
+		t.Fatalf("rollback while the update runs: %v", err)
+	}
+
+	// The update's step fails: revision 2 reads failed.
+	failed := job.StatusFailed
+	steps := append([]job.StepRecord(nil), up.Steps...)
+	steps[1].Status = job.StepFailed
+	up, err = st.UpdateJob(ctx, &store.UpdateJobParams{OrgID: "org_a", ID: j.ID, Version: up.Version, Now: now, Status: &failed, Steps: steps,
+		Failure: &job.Failure{Class: "user_action", Code: "X", Message: "no"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revisions(store.RevisionApplied, store.RevisionFailed)
+
+	// Rollback re-opens the job with revision 1's config, as revision 3.
+	now = now.Add(time.Minute)
+	rb, err := svc.Rollback(ctx, jobs.Caller{OrgID: "org_a", Actor: "bob"}, j.ID, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Status != job.StatusQueued || rb.Failure != nil || string(rb.Config) != `{"size":1,"kind":"a"}` || rb.Steps[1].Status != job.StepPending {
+		t.Fatalf("after rollback: %s %s %+v failure %+v", rb.Status, rb.Config, rb.Steps, rb.Failure)
+	}
+	revs = revisions(store.RevisionApplied, store.RevisionFailed, store.RevisionApplying)
+	if revs[2].Reason != "rollback" || revs[2].Actor != "bob" {
+		t.Fatalf("revision 3 %+v", revs[2])
+	}
+
+	// The rollback completes: revision 3 applied, revision 1 superseded.
+	completed := job.StatusCompleted
+	steps = append([]job.StepRecord(nil), rb.Steps...)
+	steps[1].Status = job.StepDone
+	if _, err := st.UpdateJob(ctx, &store.UpdateJobParams{OrgID: "org_a", ID: j.ID, Version: rb.Version, Now: now, Status: &completed, Steps: steps}); err != nil {
+		t.Fatal(err)
+	}
+	revisions(store.RevisionSuperseded, store.RevisionFailed, store.RevisionApplied)
+
+	// Every accepted change is in the audit log, with who and what.
+	entries, _, err := st.ListAudit(ctx, &audit.Filter{OrgID: "org_a", ResourceID: j.ID, Page: 1, Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]string{}
+	for _, e := range entries {
+		actions[e.Action] = e.Actor
+	}
+	if actions["provisioning-job.update-config"] != "alice" || actions["provisioning-job.rollback-config"] != "bob" {
+		t.Fatalf("audit actions %v", actions)
+	}
+}
+
+type opaque struct{ pipeline.Pipeline }
+
+func TestConfigUpdateRefusals(t *testing.T) {
+	t.Parallel()
+	st := world(t)
+	updating, err := pipeline.NewRegistry(sizing{&testfamily.Pipeline{N: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pipeline seen only as a pipeline.Pipeline, with no Unwrap: no updater to find.
+	plain, err := pipeline.NewRegistry(opaque{&testfamily.Pipeline{N: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := func() time.Time { return t0 }
+	cases := []struct {
+		name   string
+		reg    *pipeline.Registry
+		seed   func(j *job.Job)
+		config string
+		reason jobs.Reason
+		field  string
+	}{
+		{"running job", updating, func(j *job.Job) { j.Status = job.StatusRunning }, `{"size":2}`, jobs.Conflict, ""},
+		{"failed while created", updating, func(j *job.Job) { j.Status = job.StatusFailed }, `{"size":2}`, jobs.Conflict, ""},
+		{"family without updates", plain, done, `{"size":2}`, jobs.Invalid, "config"},
+		{"not an object", updating, done, `[1]`, jobs.Invalid, "config"},
+		{"fixed field", updating, done, `{"kind":"z"}`, jobs.Invalid, "config.kind"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			svc := &jobs.Service{Store: st, Pipelines: tc.reg, Now: now}
+			j := seed(t, st, "job_ref"+string(rune('a'+i)), tc.seed)
+			_, err := svc.PlanUpdate(t.Context(), jobs.Caller{OrgID: "org_a", Actor: "a"}, j.ID, jobs.Update{Config: json.RawMessage(tc.config)})
+			var rf *jobs.Refusal
+			if !errors.As(err, &rf) || rf.Reason != tc.reason {
+				t.Fatalf("%v, want a refusal with reason %d", err, tc.reason)
+			}
+			if tc.field != "" && (len(rf.Fields) != 1 || rf.Fields[0].Field != tc.field) {
+				t.Fatalf("fields %+v, want %s", rf.Fields, tc.field)
+			}
+		})
+	}
+}

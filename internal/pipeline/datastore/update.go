@@ -1,0 +1,229 @@
+package datastore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	ds "github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/validation"
+)
+
+// Modifier is what a provider's Servers also offers when it changes a running server's
+// settings in place (AWS: ModifyDBInstance). A provider without it takes no sizing updates.
+type Modifier interface {
+	// Modifiable names the settings (their config names) the provider changes in place for
+	// engine.
+	Modifiable(engine ds.Engine) []string
+	// Modify brings the job's server to p.Settings; settings already as asked are left alone,
+	// so a re-run after a crash sends nothing twice.
+	Modify(ctx context.Context, p ModifyParams) (ModifyResult, error)
+}
+
+// ModifyParams asks for one job's server to take new settings.
+type ModifyParams struct {
+	JobID    string
+	Engine   ds.Engine
+	Settings map[string]any
+	// ApplyImmediately false leaves a disruptive change (the instance class) to the server's
+	// next maintenance window.
+	ApplyImmediately bool
+}
+
+// ModifyResult says what Modify sent.
+type ModifyResult struct {
+	// Changed names the settings Modify asked the cloud to change (none: already as asked).
+	Changed []string
+	// Pending names those the cloud holds for the maintenance window.
+	Pending []string
+}
+
+// fieldRule is how an update treats one config field.
+type fieldRule struct {
+	field string // config name
+	// fixed: refused with this message when changed.
+	fixed string
+	// get reads the field's value from a config.
+	get func(c Config) any
+}
+
+// updateFields are the datastore config's fields in the order a diff lists them.
+var updateFields = []fieldRule{
+	{field: "engine", fixed: "cannot change in place; make a new datastore and migrate", get: func(c Config) any { return string(c.Engine) }},
+	{field: "version", fixed: "cannot change in place; an engine version upgrade is not a config update: make a new datastore and migrate", get: func(c Config) any { return c.Version }},
+	{field: "name", fixed: "cannot change: the server was created under it", get: func(c Config) any { return c.Name }},
+	{field: "instanceClass", get: func(c Config) any { return c.InstanceClass }},
+	{field: "allocatedStorageGB", get: func(c Config) any { return c.AllocatedStorageGB }},
+	{field: "multiAZ", get: func(c Config) any { return c.MultiAZ }},
+	{field: "backupRetentionDays", get: func(c Config) any { return c.BackupRetentionDays }},
+}
+
+var _ interface {
+	PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error)
+} = (*Pipeline)(nil)
+
+// PlanUpdate plans a completed (or update-failed) datastore job's change to req.Config: the
+// server's settings change in place through the provider's Modifier, and create_server and
+// wait_ready run again (create_server, finding its server on record, modifies it instead of
+// creating one). Refusals are a validation.Error naming each field (config.<name>).
+func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
+	if j.Mode == job.ModeAdopt {
+		return nil, validation.New("config", "adopted", "an adopted datastore is not Groundwork's to change; adopt it again with the new details")
+	}
+	old, err := decodeConfig(j.Config)
+	if err != nil {
+		return nil, validation.New("config", "stored", "the job's stored config cannot be read: "+err.Error())
+	}
+	next, err := decodeConfig(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateConfig(next, j.Mode); err != nil {
+		return nil, err
+	}
+	var (
+		refused validation.Error
+		changes []pipeline.FieldChange
+	)
+	for _, f := range updateFields {
+		from, to := f.get(old), f.get(next)
+		if from == to {
+			continue
+		}
+		if f.fixed != "" {
+			refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "immutable", Message: f.fixed})
+			continue
+		}
+		changes = append(changes, pipeline.FieldChange{Field: f.field, From: from, To: to})
+	}
+	rc := pipeline.ResourceChange{Resource: serverResource(j), Action: pipeline.ActionNoOp, Changes: changes, Disruption: "none"}
+	if rc.Changes == nil {
+		rc.Changes = []pipeline.FieldChange{}
+	}
+	immediately := req.ApplyImmediately == nil || *req.ApplyImmediately
+	var modifiable []string
+	if m, ok := p.modifier(j.Provider); ok {
+		modifiable = m.Modifiable(next.Engine)
+	}
+	for _, c := range changes {
+		if !slices.Contains(modifiable, c.Field) {
+			refused = append(refused, validation.FieldError{Field: "config." + c.Field, Rule: "provider",
+				Message: fmt.Sprintf("provider %s cannot change it in place for %s", j.Provider, next.Engine)})
+			continue
+		}
+		switch c.Field {
+		case "allocatedStorageGB":
+			if next.AllocatedStorageGB < old.AllocatedStorageGB {
+				refused = append(refused, validation.FieldError{Field: "config.allocatedStorageGB", Rule: "shrink",
+					Message: fmt.Sprintf("storage cannot shrink (from %d to %d GB); make a new datastore and migrate", old.AllocatedStorageGB, next.AllocatedStorageGB)})
+			}
+		case "backupRetentionDays":
+			// A shorter retention deletes the automated backups older than it at once (0: all
+			// of them).
+			if next.BackupRetentionDays < old.BackupRetentionDays {
+				rc.DataLoss = true
+				if !req.AllowDataLoss {
+					refused = append(refused, validation.FieldError{Field: "config.backupRetentionDays", Rule: "dataLoss",
+						Message: fmt.Sprintf("a retention of %d days deletes the backups older than that; send allowDataLoss: true to accept", next.BackupRetentionDays)})
+				}
+			}
+		case "instanceClass":
+			rc.Disruption = "brief restart"
+			if !immediately {
+				rc.Disruption = "brief restart in the next maintenance window"
+			}
+		}
+	}
+	if len(refused) > 0 {
+		return nil, refused
+	}
+	out := &pipeline.UpdatePlan{Resources: []pipeline.ResourceChange{rc}, Config: req.Config, Steps: slices.Clone(j.Steps), Rerun: []string{}}
+	if len(changes) == 0 {
+		return out, nil
+	}
+	rc.Action = pipeline.ActionInPlace
+	out.Resources[0] = rc
+	cfg, err := withApply(req.Config, immediately)
+	if err != nil {
+		return nil, err
+	}
+	out.Config = cfg
+	for _, name := range []string{StepCreateServer, StepWaitReady} {
+		i := j.StepIndex(name)
+		if i < 0 {
+			return nil, validation.New("config", "steps", "the job has no "+name+" step")
+		}
+		out.Steps[i] = job.StepRecord{Name: name, Status: job.StepPending, Message: "config update"}
+		out.Rerun = append(out.Rerun, name)
+	}
+	// A step the failed update left failed or half done after these runs again too.
+	for i := j.StepIndex(StepWaitReady) + 1; i < len(out.Steps); i++ {
+		if !out.Steps[i].Status.Completed() {
+			out.Steps[i] = job.StepRecord{Name: out.Steps[i].Name, Status: job.StepPending}
+			out.Rerun = append(out.Rerun, out.Steps[i].Name)
+		}
+	}
+	return out, nil
+}
+
+// serverResource names the job's server as a diff shows it.
+func serverResource(j *job.Job) string {
+	var in struct {
+		Server struct {
+			ID string `json:"id"`
+		} `json:"server"`
+	}
+	if json.Unmarshal(j.Infra, &in) == nil && in.Server.ID != "" {
+		return "server " + in.Server.ID
+	}
+	return "server"
+}
+
+// withApply records in the config how the update is to be applied (read by create_server);
+// it is how, not what, so a diff never lists it.
+func withApply(raw json.RawMessage, immediately bool) (json.RawMessage, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, validation.New("config", "type", "must be an object")
+	}
+	m["applyImmediately"] = immediately
+	return json.Marshal(m)
+}
+
+func (p *Pipeline) modifier(provider string) (Modifier, bool) {
+	d, ok := p.drivers[provider]
+	if !ok || d.Servers == nil {
+		return nil, false
+	}
+	m, ok := d.Servers.(Modifier)
+	return m, ok
+}
+
+// modifyServer is create_server run again by an update: the server on record takes the
+// config's settings in place.
+func (p *Pipeline) modifyServer(ctx context.Context, rn run, r *pipeline.Run) (pipeline.Result, error) {
+	m, ok := p.modifier(r.Job.Provider)
+	if !ok {
+		err := fmt.Errorf("provider %q changes no datastore in place", r.Job.Provider)
+		return pipeline.Result{}, fault.UserAction(err, "UnsupportedUpdate", err.Error(), "")
+	}
+	immediately := rn.cfg.ApplyImmediately == nil || *rn.cfg.ApplyImmediately
+	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(), ApplyImmediately: immediately})
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	out := pipeline.Done(nil)
+	switch {
+	case len(res.Changed) == 0:
+		out.Message = "the server already has the config's settings"
+	case len(res.Pending) > 0:
+		out.Message = fmt.Sprintf("modified %v; %v in the next maintenance window", res.Changed, res.Pending)
+	default:
+		out.Message = fmt.Sprintf("modified %v", res.Changed)
+	}
+	return out, nil
+}
