@@ -523,6 +523,15 @@ func (s *Store) PruneJobs(ctx context.Context, p *store.PruneJobsParams) (int, e
 	if limit <= 0 {
 		limit = 1000
 	}
+	// A pruned job's revisions and inspections go first, for every job that may be pruned
+	// (this call's batch or a later one): a crash between the statements leaves no row
+	// pointing at a job that is gone. Both tables are small beside the ledger.
+	for _, table := range []string{"job_revisions", "job_inspections"} {
+		if _, err := s.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE job_id IN (
+			SELECT id FROM provisioning_jobs WHERE status IN ('cancelled', 'deleted') AND updated_at < $1)`, ms(p.Before)); err != nil {
+			return 0, fmt.Errorf("prune jobs: %s: %w", table, err)
+		}
+	}
 	res, err := s.q.ExecContext(ctx, `DELETE FROM provisioning_jobs WHERE id IN (
 		SELECT id FROM provisioning_jobs WHERE status = 'cancelled' AND updated_at < $1
 		UNION ALL

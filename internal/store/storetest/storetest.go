@@ -430,6 +430,23 @@ func testPrune(t *testing.T, s store.Store) {
 		}
 		ids[st] = pair
 	}
+	// Revisions and an inspection of an old deleted job and of an old completed one: the
+	// first go with their job, the second stay.
+	revs, _ := s.(store.JobRevisions)
+	ins, _ := s.(store.Inspections)
+	if revs == nil || ins == nil {
+		t.Fatal("the store keeps no revisions or inspections")
+	}
+	for _, st := range []job.Status{job.StatusDeleted, job.StatusCompleted} {
+		id := ids[st][0]
+		if err := revs.AddRevision(ctx, store.JobRevision{OrgID: "org1", JobID: id, Number: 1, Config: []byte(`{}`), Infra: []byte(`{}`),
+			Status: store.RevisionApplied, Reason: "create", CreatedAt: old}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ins.RecordInspection(ctx, &job.Inspection{JobID: id, OrgID: "org1", SpaceID: "spc1", InspectedAt: old}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, old))
 	running := claim(t, s, store.ClaimJobsParams{Owner: "w1", Now: old, Limit: 1})
 	if len(running) != 1 {
@@ -457,6 +474,16 @@ func testPrune(t *testing.T, s store.Store) {
 	}
 	if gone(running[0].ID) {
 		t.Error("a running job was pruned")
+	}
+	for st, want := range map[job.Status]int{job.StatusDeleted: 0, job.StatusCompleted: 1} {
+		id := ids[st][0]
+		if got, err := revs.ListRevisions(ctx, "org1", id); err != nil || len(got) != want {
+			t.Errorf("revisions of the old %s job after pruning: %d, %v; want %d", st, len(got), err, want)
+		}
+		_, err := ins.GetInspection(ctx, "org1", id)
+		if kept := err == nil; kept != (want == 1) {
+			t.Errorf("inspection of the old %s job after pruning: kept %v (%v)", st, kept, err)
+		}
 	}
 }
 

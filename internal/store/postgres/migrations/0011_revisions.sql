@@ -14,3 +14,5 @@ CREATE TABLE job_revisions (
 	updated_at BIGINT NOT NULL,
 	PRIMARY KEY (org_id, job_id, number)
 );
+-- Retention deletes a pruned job's revisions by job.
+CREATE INDEX job_revisions_job ON job_revisions (job_id);
