@@ -123,6 +123,11 @@ func TestRollOnAWS(t *testing.T) {
 					t.Fatalf("roll progress message %q", res.Message)
 				}
 			}
+			if hasLB {
+				if n := healthy(ctx, t, p, lb.TargetGroupID); n != int(c.Desired) {
+					t.Fatalf("%d healthy targets after the roll, want %d (the old instances out)", n, c.Desired)
+				}
+			}
 			after := liveInstances(ctx, t, p, j)
 			if len(after) != int(c.Desired) {
 				t.Fatalf("%d instances after the roll, want %d: %v", len(after), c.Desired, after)

@@ -222,18 +222,8 @@ func (p *Provider) rollFixed(ctx context.Context, s RollSpec, lt LaunchTemplate,
 		return st, err
 	}
 	o := olds[0]
-	if state, registered := health[o.ID]; registered {
-		if state == elbtypes.TargetHealthStateEnumDraining {
-			st.Waiting = "waiting for " + o.ID + " to drain"
-			return st, nil
-		}
-		_, err := p.elb.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{TargetGroupArn: &s.TargetGroupARN,
-			Targets: []elbtypes.TargetDescription{{Id: &o.ID, Port: ptr(int32(80))}}})
-		if err != nil && !isCode(err, "InvalidTarget") {
-			return st, p.classify(err, true)
-		}
-		st.Waiting = "deregistered " + o.ID + " from the target group"
-		return st, nil
+	if st.Waiting, err = p.drain(ctx, s, o, health); err != nil || st.Waiting != "" {
+		return st, err
 	}
 	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{o.ID}}); err != nil && !gone(err) {
 		return st, p.classify(err, true)
@@ -243,6 +233,24 @@ func (p *Provider) rollFixed(ctx context.Context, s RollSpec, lt LaunchTemplate,
 	}
 	st.Waiting = "terminated " + o.ID
 	return st, nil
+}
+
+// drain takes an old instance out of the target group and says what the roll waits for while
+// it is still registered or draining; "" once it is out (or there is no target group).
+func (p *Provider) drain(ctx context.Context, s RollSpec, o rollVM, health map[string]elbtypes.TargetHealthStateEnum) (string, error) {
+	state, registered := health[o.ID]
+	if s.TargetGroupARN == "" || !registered {
+		return "", nil
+	}
+	if state == elbtypes.TargetHealthStateEnumDraining {
+		return "waiting for " + o.ID + " to drain", nil
+	}
+	_, err := p.elb.DeregisterTargets(ctx, &elbv2.DeregisterTargetsInput{TargetGroupArn: &s.TargetGroupARN,
+		Targets: []elbtypes.TargetDescription{{Id: &o.ID, Port: ptr(int32(80))}}})
+	if err != nil && !isCode(err, "InvalidTarget") {
+		return "", p.classify(err, true)
+	}
+	return "deregistered " + o.ID + " from the target group", nil
 }
 
 // launchForSlot starts the slot's instance on lt's version. The key is job, slot and version:
@@ -388,8 +396,12 @@ func (p *Provider) rollASG(ctx context.Context, s RollSpec, lt LaunchTemplate, v
 			return st, err
 		}
 	}
-	// The group deregisters the instance from its target groups (draining) before it ends it.
+	// Out of the target group first, drained, then ended by the group: AWS would deregister it
+	// on termination too, but an emulator (moto) leaves it registered and healthy.
 	o := olds[0]
+	if st.Waiting, err = p.drain(ctx, s, o, health); err != nil || st.Waiting != "" {
+		return st, err
+	}
 	_, err = p.asg.TerminateInstanceInAutoScalingGroup(ctx, &autoscaling.TerminateInstanceInAutoScalingGroupInput{
 		InstanceId: &o.ID, ShouldDecrementDesiredCapacity: ptr(true)})
 	if err != nil && !gone(err) && !isCode(err, "ValidationError") {
