@@ -27,7 +27,7 @@ import (
 
 // TestRollLivePoolThroughCrashes: a pool of 3 behind an ALB gets a new launch template version
 // (the driver's EnsureLaunchTemplate with a new instance type), then PATCH {"vmOp":"roll"}. The
-// server is SIGKILLed twice in the middle of the roll, right after a cloud call and before its
+// server is SIGKILLed three times in the middle of the roll, right after a cloud call and before its
 // checkpoint; restarted, it finishes the roll. At every poll of the target group while the roll
 // runs, 3 instances are healthy; at the end the 3 instances are all new and of the new type,
 // the template has exactly one new version, and nothing is left over after teardown.
@@ -36,10 +36,11 @@ func TestRollLivePoolThroughCrashes(t *testing.T) {
 	endpoint := motoEnv.Endpoint(t)
 	markers := t.TempDir()
 	addr := childserver.FreeAddr(t)
-	// finalize#1 is the create's; the roll's calls follow: #3 is mid first replacement, #7 a
-	// call of the second (each replacement is launch, register, deregister, terminate).
+	// finalize#1 is the create's; the roll's calls follow, four per replacement (launch,
+	// register, deregister, terminate): #2 and #6 launch the first and second new instance,
+	// #9 terminates the second old one.
 	c := childserver.Start(t, append(os.Environ(), envServe+"=1", envDataDir+"="+t.TempDir(), envAddr+"="+addr,
-		envCrashCalls+"=finalize#3,finalize#7", envMarkers+"="+markers, "AWS_ENDPOINT_URL="+endpoint))
+		envCrashCalls+"=finalize#2,finalize#6,finalize#9", envMarkers+"="+markers, "AWS_ENDPOINT_URL="+endpoint))
 	if err := os.WriteFile(filepath.Join(markers, childserver.Armed), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +116,8 @@ func TestRollLivePoolThroughCrashes(t *testing.T) {
 	}
 	crashes, _ := filepath.Glob(filepath.Join(markers, "*.finalize.*.crash"))
 	t.Logf("%d polls, %d restarts, crashes %v; progress %v", polls, restarts, crashes, progress)
-	if len(crashes) != 2 {
-		t.Fatalf("%d crashes in the roll, want 2", len(crashes))
+	if len(crashes) != 3 {
+		t.Fatalf("%d crashes in the roll, want 3", len(crashes))
 	}
 	if minHealthy < 3 {
 		t.Fatalf("the target group fell to %d healthy instances during the roll, want 3 at every poll", minHealthy)
