@@ -286,7 +286,8 @@ func (p *Provider) launchForSlot(ctx context.Context, s RollSpec, lt LaunchTempl
 // rollASG replaces an ASG pool's instances through the group: desired (and max if need be)
 // one above the roll's base brings up a new instance, which the group launches on the
 // template's default version and registers in its target groups; once it is healthy one old
-// instance is terminated with the desired capacity decremented, back to the base. The base
+// instance is deregistered, drained, and terminated with the desired capacity decremented,
+// back to the base. The base
 // is kept on the group as a tag for the roll's duration, so a resumed roll tells an asked-for
 // surge from none.
 func (p *Provider) rollASG(ctx context.Context, s RollSpec, lt LaunchTemplate, vms []rollVM) (RollStatus, error) {
