@@ -200,7 +200,7 @@ type patchJobRequest struct {
 	Name    *string           `json:"name"`
 	Tags    map[string]string `json:"tags"`
 	Status  *job.Status       `json:"status"`
-	VMOp    *string           `json:"vmOp" description:"a VM operation on a completed vm_pool job: attach_lb or detach_lb"`
+	VMOp    *string           `json:"vmOp" description:"a VM operation on a completed vm_pool job: attach_lb, detach_lb, or roll (replace every instance, one at a time, by one on the launch template's default version)"`
 	// Min, Max and Desired resize an ASG pool in place.
 	Min     *int32 `json:"min" description:"resize: the pool's new minimum (an ASG pool)"`
 	Max     *int32 `json:"max" description:"resize: the pool's new maximum"`

@@ -142,7 +142,10 @@ func BuiltinTypes() []Type {
 		"zoneID": {"type":"string","minLength":1,"description":"the DNS zone (a dns_zone job's zone id) to put an A record of domain in, pointing at the load balancer"},
 		"certificateArn": {"type":"string","minLength":1},
 		"bootstrapTimeoutMinutes": {"type":"integer","minimum":1,"maximum":240,"default":20,"description":"how long a running VM may take to write its bootstrap sentinel before the pool fails with BootstrapTimeout"},
-		"waitForBootstrap": {"type":"boolean","default":true,"description":"false: a running VM counts as ready without its bootstrap sentinel (images without the SSM agent or a way to the metadata server)"}
+		"waitForBootstrap": {"type":"boolean","default":true,"description":"false: a running VM counts as ready without its bootstrap sentinel (images without the SSM agent or a way to the metadata server)"},
+		"scalingPolicy": {"type":"object","required":["targetCPU"],"additionalProperties":false,"description":"mode asg only: a target-tracking policy keeping the group's average CPU near targetCPU percent","properties":{
+			"targetCPU": {"type":"number","minimum":1,"maximum":100}
+		}}
 	}
 }`),
 			Outputs: []Output{
@@ -246,6 +249,12 @@ func checkKubernetes(cfg map[string]any) []FieldError {
 
 func checkVMPool(cfg map[string]any) []FieldError {
 	out := minMax(cfg, "")
+	if _, ok := cfg["scalingPolicy"]; ok {
+		// Only an Auto Scaling group scales on a policy; a fixed pool keeps its VMs.
+		if mode, _ := cfg["mode"].(string); mode != "asg" {
+			out = append(out, FieldError{Field: "scalingPolicy", Rule: "mode", Message: "a scaling policy needs mode asg"})
+		}
+	}
 	if lb, _ := cfg["createLoadBalancer"].(bool); !lb {
 		if _, ok := cfg["certificateArn"]; ok {
 			out = append(out, FieldError{Field: "certificateArn", Rule: "dependentRequired", Message: "a certificate needs createLoadBalancer: true"})

@@ -34,6 +34,9 @@ const (
 	envAddr    = "GW_AWS_ADDR"
 	envCrashAt = "GW_AWS_CRASH_AT"   // comma-separated step names
 	envMarkers = "GW_AWS_MARKER_DIR" // one file per crash already done
+	// envCrashCalls, when set, replaces envCrashAt: step#n entries, the n-th call of a step
+	// (childserver.CrashAfter), for crashes in the middle of a step that waits.
+	envCrashCalls = "GW_AWS_CRASH_CALLS"
 )
 
 const childToken = "gw_test_aws_crash_0123456789abcdef"
@@ -61,6 +64,9 @@ func serve() int {
 		_ = f.Close()
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way; never return to the checkpoint
+	}
+	if spec := os.Getenv(envCrashCalls); spec != "" {
+		afterDo = childserver.CrashAfter(markers, spec)
 	}
 	err := app.Run(ctx, app.Options{
 		Addr: os.Getenv(envAddr), DataDir: os.Getenv(envDataDir), BootstrapToken: childToken,

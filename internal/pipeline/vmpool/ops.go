@@ -27,8 +27,8 @@ const (
 // CheckOp refuses a vmOp that is not one of the pool's operations. It is the one place the
 // list of operations is judged; the API and the finalize step both ask it.
 func CheckOp(op string) error {
-	if op != OpAttachLB && op != OpDetachLB {
-		return validation.New("vmOp", "enum", "must be "+OpAttachLB+" or "+OpDetachLB)
+	if op != OpAttachLB && op != OpDetachLB && op != OpRoll {
+		return validation.New("vmOp", "enum", "must be "+OpAttachLB+", "+OpDetachLB+" or "+OpRoll)
 	}
 	return nil
 }
@@ -37,7 +37,7 @@ func CheckOp(op string) error {
 // step records, which the engine then runs like any pending steps: the operation is durable,
 // leased and retried like any step, and survives a restart. Refusals are validation.Error.
 type Operator interface {
-	// PlanVMOp plans attach_lb or detach_lb.
+	// PlanVMOp plans attach_lb, detach_lb or roll.
 	PlanVMOp(j *job.Job, op string) (config json.RawMessage, steps []job.StepRecord, err error)
 	// PlanResize plans an in-place resize of an ASG pool; a nil size keeps the current one.
 	PlanResize(j *job.Job, min, max, desired *int32) (config json.RawMessage, steps []job.StepRecord, err error)
@@ -50,6 +50,9 @@ var _ Operator = (*Pipeline)(nil)
 func (p *Pipeline) PlanVMOp(j *job.Job, op string) (json.RawMessage, []job.StepRecord, error) {
 	if err := CheckOp(op); err != nil {
 		return nil, nil, err
+	}
+	if op == OpRoll {
+		return p.PlanRoll(j, nil)
 	}
 	var lb LoadBalancer
 	if ok, err := (&pipeline.Run{Job: j}).Infra(InfraLoadBalancer, &lb); err != nil || !ok || lb.TargetGroupID == "" {
@@ -126,6 +129,9 @@ func (p *Pipeline) finalize(j *job.Job) pipeline.Step {
 	if json.Unmarshal(j.Config, &cfg) != nil || cfg.VMOp == "" {
 		return steps.Finalize(StepFinalize)
 	}
+	if cfg.VMOp == OpRoll {
+		return pipeline.Step{Name: StepFinalize, Do: p.roll}
+	}
 	return pipeline.Step{Name: StepFinalize, Do: func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
 		if cfg.VMOp == opResize {
 			c, err := DecodeConfig(r.Job.Config)
@@ -149,10 +155,10 @@ func (p *Pipeline) finalize(j *job.Job) pipeline.Step {
 	}}
 }
 
-// VMOp runs attach_lb or detach_lb on a live pool and returns the infra patch to store.
+// VMOp runs attach_lb or detach_lb on a live pool (a roll is a step of its own: see roll) and returns the infra patch to store.
 func (p *Pipeline) VMOp(ctx context.Context, j *job.Job, op string) (map[string]any, error) {
-	if err := CheckOp(op); err != nil {
-		return nil, fault.UserAction(err, "InvalidVMOp", err.Error(), "")
+	if err := CheckOp(op); err != nil || op == OpRoll {
+		return nil, fault.UserAction(fmt.Errorf("vmOp %q is not attach_lb or detach_lb", op), "InvalidVMOp", "Use attach_lb or detach_lb.", "")
 	}
 	c, err := DecodeConfig(j.Config)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/steps"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Step names, stable: they are stored in job step records.
@@ -73,6 +74,21 @@ type Config struct {
 	// WaitForBootstrap false makes a running VM count as ready without its sentinel, for
 	// images whose VMs cannot report it; nil is true.
 	WaitForBootstrap *bool `json:"waitForBootstrap,omitempty"`
+	// ScalingPolicy is an ASG pool's target-tracking scaling policy; nil: none.
+	ScalingPolicy *ScalingPolicy `json:"scalingPolicy,omitempty"`
+}
+
+// ScalingPolicy keeps an ASG pool's average CPU near TargetCPU percent (target tracking).
+type ScalingPolicy struct {
+	TargetCPU float64 `json:"targetCPU"`
+}
+
+// CPU is the policy's target, or 0 when there is no policy.
+func (s *ScalingPolicy) CPU() float64 {
+	if s == nil {
+		return 0
+	}
+	return s.TargetCPU
 }
 
 // Bootstrap timeout bounds, in minutes.
@@ -138,6 +154,14 @@ func (c Config) Validate() error {
 	for _, p := range c.ListenerPorts {
 		if p != 80 && p != 443 {
 			return fmt.Errorf("listenerPorts: %d is not 80 or 443", p)
+		}
+	}
+	if c.ScalingPolicy != nil {
+		if c.Mode != "asg" {
+			return validation.New("config.scalingPolicy", "mode", "a scaling policy needs mode asg; this pool is "+c.Mode)
+		}
+		if t := c.ScalingPolicy.TargetCPU; t < 1 || t > 100 {
+			return validation.New("config.scalingPolicy.targetCPU", "range", fmt.Sprintf("%v is outside [1, 100] (percent)", t))
 		}
 	}
 	return nil

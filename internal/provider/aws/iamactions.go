@@ -110,7 +110,9 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			// ingress added outside Groundwork).
 			ops = append(ops, "ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:CreateLaunchTemplate", "ec2:CreateSecurityGroup", "ec2:CreateTags",
 				"ec2:DeleteLaunchTemplate", "ec2:DeleteSecurityGroup", "ec2:DescribeImages", "ec2:DescribeLaunchTemplates",
-				"ec2:DescribeSecurityGroups", "iam:PassRole")
+				"ec2:DescribeSecurityGroups", "iam:PassRole",
+				// A changed config adds a version and makes it the default.
+				"ec2:CreateLaunchTemplateVersion", "ec2:DescribeLaunchTemplateVersions", "ec2:ModifyLaunchTemplate")
 		case vmpool.StepVMs:
 			ops = append(ops, "ec2:DescribeInstances", "autoscaling:DescribeAutoScalingGroups", "iam:PassRole", "ssm:SendCommand", "ssm:GetCommandInvocation",
 				"ec2:GetConsoleOutput")
@@ -119,10 +121,21 @@ func StepPlan(j *job.Job, step string) plan.Step {
 				ops = append(ops, "autoscaling:CreateAutoScalingGroup", "autoscaling:DeleteAutoScalingGroup",
 					"autoscaling:DescribeAutoScalingGroups", "autoscaling:UpdateAutoScalingGroup", "autoscaling:StartInstanceRefresh",
 					"autoscaling:AttachLoadBalancerTargetGroups", "autoscaling:DetachLoadBalancerTargetGroups",
-					"ec2:RunInstances", "ec2:CreateTags", "iam:CreateServiceLinkedRole")
+					"ec2:RunInstances", "ec2:CreateTags", "iam:CreateServiceLinkedRole",
+					// The scaling policy, and a roll (vmOp roll: its surge, base tag and the old
+					// instances' ends).
+					"autoscaling:PutScalingPolicy", "autoscaling:DescribePolicies", "autoscaling:DeletePolicy",
+					"autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags", "autoscaling:TerminateInstanceInAutoScalingGroup")
 			} else {
 				create("aws_instance", name, int(c.Desired))
 				ops = append(ops, "ec2:RunInstances", "ec2:TerminateInstances", "ec2:CreateTags")
+			}
+			// A roll reads the template's default version and takes old instances out of the
+			// target group.
+			ops = append(ops, "ec2:DescribeLaunchTemplates")
+			if c.CreateLoadBalancer {
+				ops = append(ops, "elasticloadbalancing:DescribeTargetHealth", "elasticloadbalancing:RegisterTargets",
+					"elasticloadbalancing:DeregisterTargets")
 			}
 		case vmpool.StepLoadBalancer:
 			create("aws_lb", name, 1)

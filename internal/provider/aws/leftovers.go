@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
@@ -90,6 +91,14 @@ func (p *Provider) Leftovers(ctx context.Context, t Tags) (map[string]int, error
 	}
 	if found && g.Status == nil {
 		out["auto-scaling-group"]++
+	}
+	// The group's scaling policy, which the teardown deletes before the group.
+	pols, err := p.asg.DescribePolicies(ctx, &autoscaling.DescribePoliciesInput{AutoScalingGroupName: ptr(poolName(t)), PolicyNames: []string{scalingPolicyName(t)}})
+	if err != nil && !isCode(err, "ValidationError") {
+		return nil, p.classify(err, false)
+	}
+	if err == nil && len(pols.ScalingPolicies) > 0 {
+		out["scaling-policy"] += len(pols.ScalingPolicies)
 	}
 	roles, err := p.iam.ListRoles(ctx, &iam.ListRolesInput{})
 	if err != nil {

@@ -46,6 +46,8 @@ type VMPoolSpec struct {
 	VPCCIDR            string
 	SubnetIDs          []string // private subnets
 	InstanceProfileARN string
+	// TargetCPU is an ASG pool's target-tracking policy on average CPU (percent); 0: none.
+	TargetCPU float64
 }
 
 // LaunchTemplate is the pool's template.
@@ -187,8 +189,8 @@ func (p *Provider) DefaultImage(ctx context.Context) (string, error) {
 }
 
 // EnsureLaunchTemplate creates the pool's template with the cloud-init user data; when the user
-// data or instance type changed it adds a version and makes it the default (existing VMs are not
-// rotated).
+// data, image or instance type changed it adds a version and makes it the default (existing VMs
+// keep theirs until a roll replaces them: see RollStep).
 func (p *Provider) EnsureLaunchTemplate(ctx context.Context, s VMPoolSpec, vmGroupID string) (LaunchTemplate, error) {
 	userData, err := cloudinit.Render(cloudinit.Options{Bare: s.Bare, JobID: s.Tags.JobID})
 	if err != nil {
@@ -251,23 +253,37 @@ func (p *Provider) EnsureLaunchTemplate(ctx context.Context, s VMPoolSpec, vmGro
 	}
 	lt := out.LaunchTemplates[0]
 	cur := LaunchTemplate{ID: deref(lt.LaunchTemplateId), Name: deref(lt.LaunchTemplateName), Version: deref(lt.DefaultVersionNumber)}
-	vers, err := p.ec2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: lt.LaunchTemplateId, Versions: []string{fmt.Sprint(cur.Version)}})
-	if err != nil {
-		return cur, p.classify(err, true)
-	}
-	if len(vers.LaunchTemplateVersions) > 0 {
-		d := vers.LaunchTemplateVersions[0].LaunchTemplateData
-		if d != nil && deref(d.UserData) == deref(data.UserData) && string(d.InstanceType) == s.InstanceType && deref(d.ImageId) == image {
-			return cur, nil
+	same := func(version int64) (bool, error) {
+		vers, err := p.ec2.DescribeLaunchTemplateVersions(ctx, &ec2.DescribeLaunchTemplateVersionsInput{LaunchTemplateId: lt.LaunchTemplateId, Versions: []string{fmt.Sprint(version)}})
+		if err != nil {
+			return false, p.classify(err, true)
 		}
+		if len(vers.LaunchTemplateVersions) == 0 {
+			return false, nil
+		}
+		d := vers.LaunchTemplateVersions[0].LaunchTemplateData
+		return d != nil && deref(d.UserData) == deref(data.UserData) && string(d.InstanceType) == s.InstanceType && deref(d.ImageId) == image, nil
 	}
-	// The key is the version's content: a repeat of the same change is the same version.
-	nv, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: lt.LaunchTemplateId, LaunchTemplateData: data,
-		ClientToken: ptr(clientToken(stepLaunchTemplate, t.WithRole(t.Role+"-"+contentKey(image, s.InstanceType, deref(data.UserData)))))})
-	if err != nil {
-		return cur, p.classify(err, false)
+	if ok, err := same(cur.Version); err != nil || ok {
+		return cur, err
 	}
-	cur.Version = deref(nv.LaunchTemplateVersion.VersionNumber)
+	// A version made by an earlier attempt that stopped before it became the default (a crash
+	// between the two calls) is that version: where the cloud does not honour the key (moto),
+	// creating again would add a second one.
+	latest := deref(lt.LatestVersionNumber)
+	if ok, err := same(latest); err != nil {
+		return cur, err
+	} else if ok && latest != cur.Version {
+		cur.Version = latest
+	} else {
+		// The key is the version's content: a repeat of the same change is the same version.
+		nv, err := p.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateId: lt.LaunchTemplateId, LaunchTemplateData: data,
+			ClientToken: ptr(clientToken(stepLaunchTemplate, t.WithRole(t.Role+"-"+contentKey(image, s.InstanceType, deref(data.UserData)))))})
+		if err != nil {
+			return cur, p.classify(err, false)
+		}
+		cur.Version = deref(nv.LaunchTemplateVersion.VersionNumber)
+	}
 	if _, err := p.ec2.ModifyLaunchTemplate(ctx, &ec2.ModifyLaunchTemplateInput{LaunchTemplateId: lt.LaunchTemplateId, DefaultVersion: ptr(fmt.Sprint(cur.Version))}); err != nil {
 		return cur, p.classify(err, true)
 	}
@@ -306,6 +322,9 @@ func contentKey(parts ...string) string {
 func (p *Provider) EnsureVMs(ctx context.Context, s VMPoolSpec, lt LaunchTemplate) ([]VM, error) {
 	if s.Mode == ModeASG {
 		if err := p.ensureASG(ctx, s, lt); err != nil {
+			return nil, err
+		}
+		if err := p.EnsureScalingPolicy(ctx, s.Tags, s.TargetCPU); err != nil {
 			return nil, err
 		}
 		return p.ListVMs(ctx, s.Tags)
@@ -502,6 +521,9 @@ func (p *Provider) DeleteVMs(ctx context.Context, t Tags) (done bool, err error)
 	if g, found, err := p.describeASG(ctx, name); err != nil {
 		return false, err
 	} else if found {
+		if err := p.DeleteScalingPolicy(ctx, t); err != nil {
+			return false, err
+		}
 		if deref(g.DesiredCapacity) != 0 || deref(g.MinSize) != 0 {
 			zero := int32(0)
 			if _, err := p.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{AutoScalingGroupName: &name, MinSize: &zero, MaxSize: &zero, DesiredCapacity: &zero}); err != nil {

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
 )
@@ -21,6 +22,7 @@ var (
 	_ vmpool.Driver        = VMPoolDriver{}
 	_ vmpool.ConsoleReader = VMPoolDriver{}
 	_ vmpool.ExecChannel   = VMPoolDriver{}
+	_ vmpool.Roller        = VMPoolDriver{}
 )
 
 // ExecMode implements vmpool.ExecChannel: commands reach the VMs through SSM Run Command.
@@ -51,7 +53,7 @@ func (d VMPoolDriver) spec(j *job.Job, c vmpool.Config, n vmpool.Network, profil
 	}
 	return VMPoolSpec{Tags: JobTags(j), Name: c.Name, InstanceType: c.InstanceType, ImageID: c.ImageID, Mode: c.Mode,
 		Min: c.Min, Max: c.Max, Desired: c.Desired, Bare: c.Bare, VPCID: n.VPCID, VPCCIDR: n.CIDR, SubnetIDs: subnets,
-		InstanceProfileARN: profile}
+		InstanceProfileARN: profile, TargetCPU: c.ScalingPolicy.CPU()}
 }
 
 func (d VMPoolDriver) EnsureLaunchTemplate(ctx context.Context, j *job.Job, c vmpool.Config, n vmpool.Network, profile string) (vmpool.LaunchTemplate, error) {
@@ -118,8 +120,39 @@ func (d VMPoolDriver) DeleteVMs(ctx context.Context, j *job.Job) (bool, error) {
 	return d.P.DeleteVMs(ctx, JobTags(j))
 }
 
+// Resize patches the ASG's sizes and puts the config's scaling policy back on it, so that a
+// resize never loses the policy (nor keeps one the config no longer has).
 func (d VMPoolDriver) Resize(ctx context.Context, j *job.Job, min, max, desired int32) error {
-	return d.P.ResizeASG(ctx, JobTags(j), min, max, desired)
+	if err := d.P.ResizeASG(ctx, JobTags(j), min, max, desired); err != nil {
+		return err
+	}
+	c, err := vmpool.DecodeConfig(j.Config)
+	if err != nil {
+		return fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	return d.P.EnsureScalingPolicy(ctx, JobTags(j), c.ScalingPolicy.CPU())
+}
+
+// RollStep implements vmpool.Roller (Provider.RollStep).
+func (d VMPoolDriver) RollStep(ctx context.Context, j *job.Job, c vmpool.Config, targetGroup string) (vmpool.RollStatus, error) {
+	spec := RollSpec{Tags: JobTags(j), Name: c.Name, Mode: c.Mode, Slots: c.Desired, Max: c.Max, TargetGroupARN: targetGroup}
+	if c.WaitsForBootstrap() {
+		spec.Probe = d.Probe
+	}
+	st, err := d.P.RollStep(ctx, spec)
+	out := vmpool.RollStatus{Version: st.Version, Total: st.Total, Replaced: st.Replaced, Done: st.Done, Waiting: st.Waiting}
+	if err != nil || !st.Done {
+		return out, err
+	}
+	// Every instance passed the roll's readiness check (healthy, or running and bootstrapped).
+	vms, err := d.P.ListVMs(ctx, JobTags(j))
+	for i := range vms {
+		if vms[i].State == VMBootstrap {
+			vms[i].State = VMReady
+		}
+	}
+	out.VMs = toPoolVMs(vms)
+	return out, err
 }
 
 func (d VMPoolDriver) lbSpec(j *job.Job, c vmpool.Config, n vmpool.Network, sg string) LBSpec {
