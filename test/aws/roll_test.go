@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,8 @@ import (
 	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
 )
 
-// TestRollLivePoolThroughCrashes: a pool of 3 behind an ALB gets a new launch template version
-// (the driver's EnsureLaunchTemplate with a new instance type), then PATCH {"vmOp":"roll"}. The
+// TestRollLivePoolThroughCrashes: a pool of 3 behind an ALB gets a new instance type through
+// PATCH config, which makes a new launch template version and rolls the pool onto it. The
 // server is SIGKILLed three times in the middle of the roll, right after a cloud call and before its
 // checkpoint; restarted, it finishes the roll. At every poll of the target group while the roll
 // runs, 3 instances are healthy; at the end the 3 instances are all new and of the new type,
@@ -57,27 +58,32 @@ func TestRollLivePoolThroughCrashes(t *testing.T) {
 		t.Fatalf("after create: instances %v, %d healthy targets; want 3 and 3", before, e.healthyTargets(t, pool))
 	}
 
-	// A new launch template version, as a config change of the instance type makes it.
-	var infra struct {
-		Network vmpool.Network    `json:"network"`
-		IAM     map[string]string `json:"iam"`
-	}
-	if err := json.Unmarshal(pool.Infra, &infra); err != nil {
-		t.Fatal(err)
-	}
+	// The update: a new instance type, through PATCH config. Its plan answers first (a dry
+	// run, nothing changed): a new template version and every instance replaced.
 	cfg, err := vmpool.DecodeConfig(pool.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.InstanceType = "t3.small"
-	lt, err := awsp.VMPoolDriver{P: e.p}.EnsureLaunchTemplate(ctx, pool, cfg, infra.Network, infra.IAM["instanceProfile"])
-	if err != nil || lt.Version != 2 {
-		t.Fatalf("new launch template version: %+v %v; want version 2", lt, err)
+	var plan struct {
+		Resources []struct {
+			Resource string `json:"resource"`
+			Action   string `json:"action"`
+		} `json:"resources"`
+		Rerun []string `json:"rerun"`
 	}
-
+	if err := cl.Do(ctx, http.MethodPost, "/api/provisioning-jobs/"+pool.ID+"/update-plan", map[string]any{"config": cfg}, &plan); err != nil {
+		t.Fatalf("update plan: %v", err)
+	}
+	if len(plan.Resources) != 2 || plan.Resources[1].Action != "replace" || !slices.Equal(plan.Rerun, []string{vmpool.StepLaunchTemplate, vmpool.StepFinalize}) {
+		t.Fatalf("update plan %+v; want the template changed in place and the instances replaced", plan)
+	}
+	if n := e.ltVersions(t); n != 1 {
+		t.Fatalf("the dry run made a template version (%d)", n)
+	}
 	var patched job.Job
-	if err := cl.Do(ctx, http.MethodPatch, "/api/provisioning-jobs/"+pool.ID, map[string]any{"version": pool.Version, "vmOp": "roll"}, &patched); err != nil {
-		t.Fatalf("PATCH vmOp roll: %v", err)
+	if err := cl.Do(ctx, http.MethodPatch, "/api/provisioning-jobs/"+pool.ID, map[string]any{"version": pool.Version, "config": cfg}, &patched); err != nil {
+		t.Fatalf("PATCH config: %v", err)
 	}
 	deadline := time.Now().Add(4 * time.Minute)
 	minHealthy, polls, restarts := 3, 0, 0

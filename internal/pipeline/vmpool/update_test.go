@@ -1,0 +1,91 @@
+package vmpool_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	"github.com/groundworkhq/groundwork/internal/pipeline/vmpool"
+	"github.com/groundworkhq/groundwork/internal/validation"
+)
+
+func TestPlanUpdate(t *testing.T) {
+	t.Parallel()
+	pl := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return nil, nil }, time.Millisecond)
+	const (
+		fixed = `{"name":"web","instanceType":"t3.micro","min":2,"max":2,"createLoadBalancer":true}`
+		asg   = `{"name":"web","instanceType":"t3.micro","mode":"asg","min":1,"max":3,"desired":2}`
+	)
+	cases := []struct {
+		name, config, next string
+		fields             []string // refused fields; nil plans
+		rerun              []string
+		actions            []pipeline.Action
+		vmOp               string
+	}{
+		{name: "same config", config: fixed, next: fixed, rerun: []string{}, actions: []pipeline.Action{pipeline.ActionNoOp}},
+		{name: "instance type rolls the pool", config: fixed,
+			next:  `{"name":"web","instanceType":"t3.small","min":2,"max":2,"createLoadBalancer":true}`,
+			rerun: []string{vmpool.StepLaunchTemplate, vmpool.StepFinalize}, actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionReplace}, vmOp: vmpool.OpRoll},
+		{name: "cloud-init rolls the pool", config: asg,
+			next:  `{"name":"web","instanceType":"t3.micro","mode":"asg","min":1,"max":3,"desired":2,"bare":true}`,
+			rerun: []string{vmpool.StepLaunchTemplate, vmpool.StepFinalize}, actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionReplace}, vmOp: vmpool.OpRoll},
+		{name: "ASG sizes and policy in place", config: asg,
+			next:  `{"name":"web","instanceType":"t3.micro","mode":"asg","min":2,"max":5,"desired":3,"scalingPolicy":{"targetCPU":60}}`,
+			rerun: []string{vmpool.StepFinalize}, actions: []pipeline.Action{pipeline.ActionInPlace}, vmOp: "resize"},
+		{name: "a fixed pool keeps its size", config: fixed,
+			next: `{"name":"web","instanceType":"t3.micro","min":3,"max":3,"createLoadBalancer":true}`, fields: []string{"config.min", "config.max", "config.desired"}},
+		{name: "template and size together", config: asg,
+			next: `{"name":"web","instanceType":"t3.small","mode":"asg","min":1,"max":4,"desired":2}`, fields: []string{"config.max"}},
+		{name: "fixed fields", config: fixed,
+			next:   `{"name":"api","instanceType":"t3.micro","min":2,"max":2,"healthCheckPath":"/up"}`,
+			fields: []string{"config.name", "config.createLoadBalancer", "config.listenerPorts", "config.healthCheckPath"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := completedPool(t, pl, tc.config)
+			plan, err := pl.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(tc.next)})
+			if tc.fields != nil {
+				fe, ok := validation.Fields(err)
+				var got []string
+				for _, f := range fe {
+					got = append(got, f.Field)
+				}
+				if !ok || !slices.Equal(got, tc.fields) {
+					t.Fatalf("refusal %v; want field errors on %v", err, tc.fields)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(plan.Rerun, tc.rerun) {
+				t.Errorf("re-runs %v, want %v", plan.Rerun, tc.rerun)
+			}
+			var actions []pipeline.Action
+			for _, r := range plan.Resources {
+				actions = append(actions, r.Action)
+			}
+			if !slices.Equal(actions, tc.actions) {
+				t.Errorf("actions %v, want %v (%+v)", actions, tc.actions, plan.Resources)
+			}
+			for _, name := range tc.rerun {
+				if s := plan.Steps[j.StepIndex(name)]; s.Status != job.StepPending {
+					t.Errorf("step %s is %s, want pending", name, s.Status)
+				}
+			}
+			var cfg struct {
+				VMOp string `json:"vmOp"`
+			}
+			_ = json.Unmarshal(plan.Config, &cfg)
+			if cfg.VMOp != tc.vmOp {
+				t.Errorf("the planned config's vmOp is %q, want %q", cfg.VMOp, tc.vmOp)
+			}
+		})
+	}
+}
