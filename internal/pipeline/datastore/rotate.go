@@ -415,6 +415,15 @@ func (p *Pipeline) rotateRetire(ctx context.Context, r *pipeline.Run) (pipeline.
 	if err := ds.Check(ctx, c); err != nil {
 		return pipeline.Result{}, err
 	}
+	// A connection a request made from the old endpoint while the rotation ran may have been
+	// written after rotate_connections: it moves too, before the version it names goes.
+	if p.records != nil {
+		n, err := p.records.RepointDatastoreSecret(ctx, r.Job.ID, st.OldRef, st.NewRef)
+		if err != nil {
+			return pipeline.Result{}, fault.Transient(err)
+		}
+		st.Repointed += n
+	}
 	if err := p.secretsOf(r).Delete(ctx, st.OldRef); err != nil {
 		return pipeline.Result{}, fault.Transient(fmt.Errorf("delete the old secret version: %w", err))
 	}
