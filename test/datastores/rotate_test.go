@@ -289,7 +289,10 @@ func TestRotateCrash(t *testing.T) {
 	}
 
 	// Every job crashes the server once, at its own rotate_password; between crashes the
-	// server is down and its stores are read directly.
+	// server is down and its stores are read directly. The marker is taken away before each
+	// restart and put back once the server listens: a job claimed at once would otherwise
+	// crash it before it answers.
+	armed := filepath.Join(markers, childserver.Armed)
 	inspected := map[string]bool{}
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(inspected) < len(ids) {
@@ -304,7 +307,13 @@ func TestRotateCrash(t *testing.T) {
 				e.assertOnePassword(t, eng, id, before[eng].Connection, oldPW[eng])
 			}
 		}
+		if err := os.Remove(armed); err != nil {
+			t.Fatal(err)
+		}
 		s = e.start("rotate_password")
+		if err := os.WriteFile(armed, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for eng, id := range ids {
 		s.waitJob(t, id, "completed")
