@@ -198,8 +198,11 @@ func (b *Busy) Error() string { return b.Detail }
 // rotation returns the requested rotation and, when rotate_secret has recorded it, its state.
 func (p *Pipeline) rotation(r *pipeline.Run) (Rotation, RotationState, error) {
 	rot, ok, err := rotationOf(r.Job)
-	if err != nil || !ok {
-		return rot, RotationState{}, fault.System(fmt.Errorf("no rotation in the job's config: %v", err))
+	if err != nil {
+		return rot, RotationState{}, fault.System(err)
+	}
+	if !ok {
+		return rot, RotationState{}, fault.System(errors.New("no rotation in the job's config"))
 	}
 	st, _, err := RotationStateOf(r.Job)
 	if err != nil {
@@ -288,12 +291,16 @@ func (p *Pipeline) rotateSecret(ctx context.Context, r *pipeline.Run) (pipeline.
 		OldRef: oldRef, NewRef: newRef}}), nil
 }
 
-// adminEndpoint is the job's admin endpoint and how to dial it.
+// adminConn is the login to the job's admin endpoint, without its password, and the endpoint
+// itself. An adopted server is dialled through the outbound policy.
 func (p *Pipeline) adminConn(r *pipeline.Run) (ds.Conn, ConnectionInfra, error) {
 	var ep ConnectionInfra
 	ok, err := r.Infra(InfraConnection, &ep)
-	if err != nil || !ok {
-		return ds.Conn{}, ep, fault.System(fmt.Errorf("no admin endpoint recorded: %v", err))
+	if err != nil {
+		return ds.Conn{}, ep, fault.System(err)
+	}
+	if !ok {
+		return ds.Conn{}, ep, fault.System(errors.New("no admin endpoint recorded: the register step has not run"))
 	}
 	c := ds.Conn{Engine: ep.Engine, Host: ep.Host, Port: ep.Port, User: ep.User}
 	if r.Job.Mode == job.ModeAdopt {
