@@ -77,7 +77,7 @@ func newRoot() *cobra.Command {
 	root.AddCommand(newServe(), newMigrate(), newOrgs(g), newJobs(g), newSpaces(g), newAccounts(g), newCatalog(g))
 	root.AddCommand(newProvisioners(g), newComponents(g), newPlan(g), newDiscover(g))
 	root.AddCommand(newTokens(g), newUsers(g), newRoles(g), newRoleAssignments(g), newAuditLogs(g))
-	root.AddCommand(newDatabases(g), newConnections(g), newSecrets(g), newRemediations(g))
+	root.AddCommand(newDatabases(g), newConnections(g), newSecrets(g), newRemediations(g), newCredentials(g))
 	refuseUnknownSubcommands(root)
 	root.AddCommand(newOpenAPI(), newPricing())
 	root.AddCommand(newBackup(), newRestore())

@@ -30,6 +30,8 @@ type DatastoreConfig struct {
 	// Wrap, if set, wraps the records each request writes through. Tests use it to stop a
 	// request at a chosen write, as a crash would.
 	Wrap func(datastore.Records) datastore.Records
+	// Rotate plans credential rotations (POST .../rotate-credentials); nil refuses them.
+	Rotate CredentialRotator
 }
 
 func (s *Server) datastoreRoutes() []route {
@@ -50,6 +52,7 @@ func (s *Server) datastoreRoutes() []route {
 		{"POST", db + "/connections", "provisioning:update", s.createConnection},
 		{"GET", db + "/connections/{connID}", "provisioning:view", s.getConnection},
 		{"DELETE", db + "/connections/{connID}", "provisioning:update", s.deleteConnection},
+		{"POST", job + "/rotate-credentials", "provisioning:update", s.rotateCredentials},
 		{"POST", "/api/secrets/reveal", "secret:reveal", s.revealSecret},
 	}
 }

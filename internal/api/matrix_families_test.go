@@ -314,6 +314,10 @@ func familyFixtures() map[string]fixture {
 			d := e.database(t, org, j.ID)
 			return target{path: jobs + j.ID + "/databases/" + d.ID, resourceType: "database", resourceID: d.ID}
 		}},
+		"POST /api/provisioning-jobs/{id}/rotate-credentials": {ok: 202, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
+			j := e.dsJob(t, org)
+			return target{path: jobs + j.ID + "/rotate-credentials", body: `{"target":"admin"}`, resourceType: "provisioning-job", resourceID: j.ID}
+		}},
 		"GET /api/provisioning-jobs/{id}/connections": {ok: 200, crossOrg: true, make: func(t *testing.T, e *accessEnv, org string) target {
 			j := e.dsJob(t, org)
 			e.connection(t, org, j.ID, "")

@@ -23,6 +23,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/pipeline/component"
+	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/pipeline/testfamily"
 	"github.com/groundworkhq/groundwork/internal/plan"
 	"github.com/groundworkhq/groundwork/internal/protocol"
@@ -106,7 +107,7 @@ func newAccessEnv(t *testing.T) *accessEnv {
 		return localprov.Discoverer{P: lp}, nil
 	}, discovery.Options{})
 	e.srv = New(Config{Store: st, Pipelines: reg, Catalog: cat, Secrets: sec, Provisioners: provs, Discovery: disc,
-		Datastores: &DatastoreConfig{}, Components: &ComponentConfig{Catalog: comps, Clusters: kube.Registrar{}}, Remediation: &RemediationConfig{}, Drift: matrixDrift(),
+		Datastores: &DatastoreConfig{Rotate: dspipe.New(dspipe.Options{})}, Components: &ComponentConfig{Catalog: comps, Clusters: kube.Registrar{}}, Remediation: &RemediationConfig{}, Drift: matrixDrift(),
 		Auth: TokenAuth{Auth: &auth.Authenticator{Store: st}}})
 	hs := httptest.NewServer(e.srv)
 	t.Cleanup(hs.Close)
@@ -672,6 +673,9 @@ func TestFailedMutationLeavesNoEntry(t *testing.T) {
 		"database on another family's job":    {"POST", other + "/databases", `{"name":"shop","owner":"shop_owner"}`, 404},
 		"connection on an unfinished store":   {"POST", pending + "/connections", "", 409},
 		"missing database":                    {"DELETE", pending + "/databases/db_nope", "", 404},
+		"rotate an unfinished datastore":      {"POST", pending + "/rotate-credentials", `{"target":"admin"}`, 409},
+		"rotate another family's job":         {"POST", other + "/rotate-credentials", `{"target":"admin"}`, 404},
+		"rotate an unknown connection":        {"POST", pending + "/rotate-credentials", `{"connection":"nope"}`, 400},
 		"missing connection":                  {"DELETE", pending + "/connections/conn_nope", "", 404},
 		"reveal an unknown reference":         {"POST", "/api/secrets/reveal", `{"ref":"local:sec_nope"}`, 404},
 		"reveal a value the store lost":       {"POST", "/api/secrets/reveal", `{"ref":"` + lostRef + `"}`, 404},

@@ -170,6 +170,7 @@ func (s *Server) docs() map[string]opDoc {
 		"DELETE /api/tokens/{id}":                                                  {summary: "Revoke an API token", ok: noContent},
 		"GET /api/audit-logs":                                                      {summary: "The audit log, a page at a time, or exported", params: auditParams{}, ok: ok(200, AuditPage{}), contents: []string{"text/csv", "application/x-ndjson"}},
 		"GET /api/provisioning-jobs/{id}/databases":                                {summary: "Databases of a datastore job", ok: ok(200, databaseList{})},
+		"POST /api/provisioning-jobs/{id}/rotate-credentials":                      {summary: "Rotate a datastore credential (the admin's, or the one a connection holds) as steps of the job", body: rotateCredentialsRequest{}, ok: ok(202, job.Job{}), problems: []int{c}},
 		"POST /api/provisioning-jobs/{id}/databases":                               {summary: "Create a database (the same request again answers the existing one)", body: datastore.CreateDatabaseParams{}, ok: map[int]any{200: datastore.Database{}, 201: datastore.Database{}}, problems: []int{c}},
 		"GET /api/provisioning-jobs/{id}/databases/{dbID}":                         {summary: "Read a database", ok: ok(200, datastore.Database{})},
 		"DELETE /api/provisioning-jobs/{id}/databases/{dbID}":                      {summary: "Drop a database", ok: noContent, problems: []int{c}},

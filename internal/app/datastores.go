@@ -64,11 +64,14 @@ func wireDatastores(o Options, st store.Full, sec *secrets.Vault, mods *provider
 	}
 	d := &datastoreParts{records: st, secrets: sec, outbound: o.Outbound, st: st, log: o.Logger.With("component", "datastores"),
 		api: &api.DatastoreConfig{Wrap: o.Datastores.WrapRecords}}
+	pipe := dspipe.New(dspipe.Options{Drivers: drivers, Secrets: sec, Poll: o.Datastores.Poll, Outbound: o.Outbound,
+		Forget:  func(ctx context.Context, j *job.Job) error { return d.service().Forget(ctx, j) },
+		Records: st})
+	d.api.Rotate = pipe
 	d.pipeline = pipeline.Tuned{Pipeline: &dspipe.Admitting{
-		Pipeline: dspipe.New(dspipe.Options{Drivers: drivers, Secrets: sec, Poll: o.Datastores.Poll, Outbound: o.Outbound,
-			Forget: func(ctx context.Context, j *job.Job) error { return d.service().Forget(ctx, j) }}),
-		Secrets: sec,
-		TTL:     o.Datastores.LeaseTTL,
+		Pipeline: pipe,
+		Secrets:  sec,
+		TTL:      o.Datastores.LeaseTTL,
 	}, AfterDo: o.Datastores.AfterDo}
 	return d, nil
 }

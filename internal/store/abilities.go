@@ -50,6 +50,7 @@ type Full interface {
 	ProvisionerStore
 	DatastoreRecords
 	DatastoreJobs
+	DatastoreSecretRefs
 	SecretLedger
 	EndedJobs
 	RemediationTimeline

@@ -13,7 +13,9 @@ import (
 
 	"github.com/groundworkhq/groundwork/internal/app"
 	"github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/job"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/testenv/childserver"
 	"github.com/groundworkhq/groundwork/internal/testenv/serverproc"
 )
 
@@ -21,8 +23,9 @@ import (
 const (
 	// envStopAt names the point where the child stops (and waits to be killed), writing a
 	// marker file per job into envMarkers first: "create_server" (after the server process
-	// started, before the step's checkpoint) or "database_ready" (after CREATE DATABASE and
-	// CREATE USER ran, before the record says ready).
+	// started, before the step's checkpoint), "database_ready" (after CREATE DATABASE and
+	// CREATE USER ran, before the record says ready) or "rotate_password" (SIGKILL after a
+	// rotation changed the server's password, before the checkpoint).
 	envStopAt  = "GW_DS_STOP_AT"
 	envMarkers = "GW_DS_MARKERS"
 )
@@ -42,6 +45,15 @@ func configure(o *app.Options) error {
 		opts.WrapDriver = func(d dspipe.Driver) dspipe.Driver {
 			d.Servers = stopAfterCreate{Servers: d.Servers, markers: markers}
 			return d
+		}
+	case "rotate_password":
+		// SIGKILL after the server's password changed, before the step's checkpoint: the
+		// first call of rotate_password for each job (the count survives the restarts).
+		crash := childserver.CrashAfter(markers, dspipe.StepRotatePassword+"#1")
+		opts.AfterDo = func(ctx context.Context, j *job.Job, step string) {
+			if step == dspipe.StepRotatePassword {
+				crash(ctx, j, step)
+			}
 		}
 	case "database_ready":
 		opts.WrapRecords = func(r datastore.Records) datastore.Records {

@@ -47,6 +47,7 @@ type Pipeline struct {
 	outbound *netguard.Policy
 	poll     time.Duration
 	forget   func(ctx context.Context, j *job.Job) error
+	records  RotationRecords
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)
@@ -65,6 +66,9 @@ type Options struct {
 	// connections and owner passwords) when register is undone, before the server goes. It
 	// must be harmless to run again.
 	Forget func(ctx context.Context, j *job.Job) error
+	// Records are the databases and connections a credential rotation moves to the new
+	// secret version (see rotate.go); nil refuses database rotations.
+	Records RotationRecords
 }
 
 // New returns the datastore pipeline.
@@ -72,7 +76,8 @@ func New(opts Options) *Pipeline {
 	if opts.Poll <= 0 {
 		opts.Poll = 2 * time.Second
 	}
-	return &Pipeline{drivers: opts.Drivers, secrets: opts.Secrets, outbound: opts.Outbound, poll: opts.Poll, forget: opts.Forget}
+	return &Pipeline{drivers: opts.Drivers, secrets: opts.Secrets, outbound: opts.Outbound, poll: opts.Poll, forget: opts.Forget,
+		records: opts.Records}
 }
 
 // Family implements pipeline.Pipeline.
@@ -106,7 +111,7 @@ func (p *Pipeline) Validate(ctx context.Context, j *job.Job) error {
 // Steps implements pipeline.Pipeline. The list is the same for both modes; each step branches
 // on the mode so that step records line up across jobs.
 func (p *Pipeline) Steps(j *job.Job) []pipeline.Step {
-	return []pipeline.Step{
+	steps := []pipeline.Step{
 		{Name: StepValidate, Do: p.validate},
 		{Name: StepNetwork, Do: p.network, Undo: p.undoNetwork},
 		{Name: StepCredentials, Do: p.credentials, Undo: p.undoCredentials},
@@ -115,6 +120,10 @@ func (p *Pipeline) Steps(j *job.Job) []pipeline.Step {
 		{Name: StepRegister, Do: p.register, Undo: p.unregister},
 		{Name: StepFinalize, Do: p.finalize},
 	}
+	if _, ok, _ := rotationOf(j); ok {
+		steps = append(steps, p.rotationSteps()...)
+	}
+	return steps
 }
 
 // run bundles what every step needs.

@@ -74,6 +74,9 @@ func Run(t *testing.T, newStore NewStore) {
 	for name, fn := range accessTests {
 		tests[name] = fn
 	}
+	for name, fn := range datastoreTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
