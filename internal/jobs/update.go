@@ -244,6 +244,17 @@ func (s *Service) planUpdate(ctx context.Context, j *job.Job, revs []store.JobRe
 		return nil, &Refusal{Reason: Invalid, Detail: "kind " + string(j.Family) + " takes no config updates",
 			Fields: []validation.FieldError{{Field: "config", Rule: "supported", Message: "this server cannot update a " + string(j.Family) + " job's config; make a new job"}}}
 	}
+	state, _ := up.(stateKeeper)
+	if state != nil {
+		// What the job keeps of its own in its config is not the caller's to set: a config
+		// read back from the job and sent again must pass, and the steps laid out from that
+		// state (a credential rotation's) must stay as they are.
+		var err error
+		if config, err = withoutKeys(config, state.ConfigState()); err != nil {
+			return nil, &Refusal{Reason: Invalid, Detail: "the config is invalid",
+				Fields: []validation.FieldError{{Field: "config", Rule: "type", Message: "must be an object"}}}
+		}
+	}
 	if s.Catalog != nil && j.Mode == job.ModeCreate {
 		_, withDefaults, err := s.Catalog.ValidateJob(j.Family, config)
 		var ve *catalog.ValidationError
@@ -252,6 +263,12 @@ func (s *Service) planUpdate(ctx context.Context, j *job.Job, revs []store.JobRe
 			return nil, &Refusal{Reason: Invalid, Detail: "the config is invalid for kind " + string(j.Family), Fields: CatalogFields(ve)}
 		case err == nil:
 			config = withDefaults
+		}
+	}
+	if state != nil {
+		var err error
+		if config, err = withKeysOf(config, j.Config, state.ConfigState()); err != nil {
+			return nil, err
 		}
 	}
 	plan, err := up.PlanUpdate(ctx, j, pipeline.UpdateRequest{Config: config, AllowDataLoss: u.AllowDataLoss, ApplyImmediately: u.ApplyImmediately})
@@ -317,4 +334,42 @@ func (s *Service) reopenWithRevision(ctx context.Context, c Caller, j *job.Job, 
 		return err
 	})
 	return out, err
+}
+
+// stateKeeper is what an Updater may also say: the keys of its jobs' configs that hold the
+// job's own state (the last VM operation, a credential rotation under way) rather than
+// settings. An update keeps them as the job has them, whatever the request says.
+type stateKeeper interface {
+	ConfigState() []string
+}
+
+// withoutKeys is the object config without keys.
+func withoutKeys(config json.RawMessage, keys []string) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(config, &m); err != nil || m == nil {
+		return nil, errors.New("config is not an object")
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	return json.Marshal(m)
+}
+
+// withKeysOf is the object config with keys set as stored has them (absent if it has not).
+func withKeysOf(config, stored json.RawMessage, keys []string) (json.RawMessage, error) {
+	var m, old map[string]json.RawMessage
+	if err := json.Unmarshal(config, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := json.Unmarshal(stored, &old); err != nil {
+		return nil, fmt.Errorf("stored config: %w", err)
+	}
+	for _, k := range keys {
+		if v, ok := old[k]; ok {
+			m[k] = v
+		} else {
+			delete(m, k)
+		}
+	}
+	return json.Marshal(m)
 }

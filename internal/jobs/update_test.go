@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -222,5 +223,46 @@ func TestConfigUpdateRefusals(t *testing.T) {
 				t.Fatalf("fields %+v, want %s", rf.Fields, tc.field)
 			}
 		})
+	}
+}
+
+// keeping is sizing whose jobs keep a marker of their own in their config.
+type keeping struct {
+	sizing
+	seen *json.RawMessage
+}
+
+func (k keeping) ConfigState() []string { return []string{"marker"} }
+
+func (k keeping) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
+	*k.seen = req.Config
+	return k.sizing.PlanUpdate(ctx, j, req)
+}
+
+// TestConfigUpdateKeepsTheJobsOwnState: the keys a family names as the job's own state are
+// kept as the job has them, whatever the request says, and a config read back from the job
+// (state included) is accepted.
+func TestConfigUpdateKeepsTheJobsOwnState(t *testing.T) {
+	t.Parallel()
+	st := world(t)
+	var seen json.RawMessage
+	reg, err := pipeline.NewRegistry(pipeline.Tuned{Pipeline: keeping{sizing: sizing{&testfamily.Pipeline{N: 2}}, seen: &seen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &jobs.Service{Store: st, Pipelines: reg, Now: func() time.Time { return t0.Add(time.Hour) }}
+	alice := jobs.Caller{OrgID: "org_a", Actor: "alice"}
+	for i, tc := range []struct{ stored, sent, want string }{
+		{`{"size":1,"kind":"a","marker":"job's"}`, `{"size":2,"kind":"a","marker":"caller's"}`, `{"kind":"a","marker":"job's","size":2}`},
+		{`{"size":1,"kind":"a"}`, `{"size":2,"kind":"a","marker":"caller's"}`, `{"kind":"a","size":2}`},
+		{`{"size":1,"kind":"a","marker":"job's"}`, `{"size":2,"kind":"a"}`, `{"kind":"a","marker":"job's","size":2}`},
+	} {
+		j := seed(t, st, fmt.Sprintf("job_keep_%d", i), func(j *job.Job) { done(j); j.Config = json.RawMessage(tc.stored) })
+		if _, err := svc.PlanUpdate(t.Context(), alice, j.ID, jobs.Update{Config: json.RawMessage(tc.sent)}); err != nil {
+			t.Fatalf("stored %s, sent %s: %v", tc.stored, tc.sent, err)
+		}
+		if string(seen) != tc.want {
+			t.Errorf("stored %s, sent %s: the updater saw %s, want %s", tc.stored, tc.sent, seen, tc.want)
+		}
 	}
 }

@@ -62,6 +62,10 @@ var updateFields = []fieldRule{
 	{field: "backupRetentionDays", get: func(c Config) any { return c.BackupRetentionDays }},
 }
 
+// ConfigState implements the config updates' state keys: a credential rotation recorded in the
+// config lays out the rotation's steps, so an update keeps it as the job has it.
+func (p *Pipeline) ConfigState() []string { return []string{configRotation} }
+
 var _ interface {
 	PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error)
 } = (*Pipeline)(nil)

@@ -40,7 +40,7 @@ var poolFields = []poolField{
 	{field: "subnetIDs", get: func(c Config) any { return fmt.Sprint(c.SubnetIDs) }, fixed: "a pool stays in its subnets"},
 	{field: "domain", get: func(c Config) any { return c.Domain }, fixed: "the pool's DNS name is set when it is made"},
 	{field: "zoneID", get: func(c Config) any { return c.ZoneID }, fixed: "the pool's DNS zone is set when it is made"},
-	{field: "certificateARN", get: func(c Config) any { return c.CertificateARN }, fixed: "the listener's certificate is set when the pool is made"},
+	{field: "certificateArn", get: func(c Config) any { return c.CertificateARN }, fixed: "the listener's certificate is set when the pool is made"},
 	{field: "healthCheckPath", get: func(c Config) any { return c.HealthCheckPath }, fixed: "the target group's health check is set when the pool is made"},
 	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort }, fixed: "the target group's health check is set when the pool is made"},
 	{field: "bootstrapTimeoutMinutes", get: func(c Config) any { return c.BootstrapTimeoutMinutes },
@@ -48,6 +48,10 @@ var poolFields = []poolField{
 	{field: "waitForBootstrap", get: func(c Config) any { return c.WaitForBootstrap == nil || *c.WaitForBootstrap },
 		fixed: "it applies to the pool's first bootstrap; a roll waits for each new instance as the pool did"},
 }
+
+// ConfigState implements the config updates' state keys: the pool's last VM operation is its
+// own record, not a setting.
+func (p *Pipeline) ConfigState() []string { return []string{configVMOp} }
 
 // PlanUpdate plans a configuration update of a live pool (jobs.Updater). An instance type,
 // image or cloud-init change is a new launch template version and a rolling replacement of
