@@ -132,6 +132,7 @@ func BuiltinTypes() []Type {
 		"instanceType": {"type":"string","minLength":1},
 		"min": {"type":"integer","minimum":0,"default":1},
 		"max": {"type":"integer","minimum":1,"maximum":1000,"default":1},
+		"desired": {"type":"integer","minimum":0,"maximum":1000,"description":"mode asg: the group's desired capacity, between min and max (default: min)"},
 		"mode": {"type":"string","enum":["fixed","asg"],"default":"fixed"},
 		"bare": {"type":"boolean","default":false,"description":"skip the NGINX bootstrap"},
 		"createLoadBalancer": {"type":"boolean","default":false},

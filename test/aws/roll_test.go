@@ -60,11 +60,11 @@ func TestRollLivePoolThroughCrashes(t *testing.T) {
 
 	// The update: a new instance type, through PATCH config. Its plan answers first (a dry
 	// run, nothing changed): a new template version and every instance replaced.
-	cfg, err := vmpool.DecodeConfig(pool.Config)
-	if err != nil {
+	var cfg map[string]any
+	if err := json.Unmarshal(pool.Config, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg.InstanceType = "t3.small"
+	cfg["instanceType"] = "t3.small"
 	var plan struct {
 		Resources []struct {
 			Resource string `json:"resource"`

@@ -89,3 +89,13 @@ func TestPlanUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigReadsTheCatalogsCertificateSetting: the catalog's setting is certificateArn, and
+// the pool reads it (it was once read under another spelling and silently ignored).
+func TestConfigReadsTheCatalogsCertificateSetting(t *testing.T) {
+	t.Parallel()
+	c, err := vmpool.DecodeConfig(json.RawMessage(`{"name":"p","instanceType":"t3.micro","createLoadBalancer":true,"certificateArn":"arn:aws:acm:eu-west-1:1:certificate/x"}`))
+	if err != nil || c.CertificateARN != "arn:aws:acm:eu-west-1:1:certificate/x" {
+		t.Fatalf("DecodeConfig: %+v %v; want the certificate read", c, err)
+	}
+}

@@ -65,7 +65,7 @@ type Config struct {
 	SubnetIDs          []string `json:"subnetIDs,omitempty"`
 	Domain             string   `json:"domain,omitempty"`
 	ZoneID             string   `json:"zoneID,omitempty"`
-	CertificateARN     string   `json:"certificateARN,omitempty"`
+	CertificateARN     string   `json:"certificateArn,omitempty"`
 	HealthCheckPath    string   `json:"healthCheckPath,omitempty"`
 	HealthCheckPort    int32    `json:"healthCheckPort,omitempty"`
 	// BootstrapTimeoutMinutes is how long a running VM may go without its bootstrap sentinel

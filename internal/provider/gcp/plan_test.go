@@ -266,7 +266,7 @@ func TestStepPlanFollowsTheConfig(t *testing.T) {
 			typNo: []string{"google_compute_managed_ssl_certificate"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"domain":"a.example.org"}`, step: vmpool.StepListeners,
 			types: []string{"google_compute_managed_ssl_certificate"}},
-		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[443],"certificateARN":"mine"}`, step: vmpool.StepListeners,
+		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[443],"certificateArn":"mine"}`, step: vmpool.StepListeners,
 			has: []string{"compute.sslCertificates.get"}, hasNo: []string{"compute.sslCertificates.create"}},
 		{family: job.FamilyVMPool, config: `{"name":"p","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"domain":"a.example.org","zoneID":"projects/p/managedZones/z"}`,
 			step: vmpool.StepDNSRecord, has: []string{"dns.resourceRecordSets.create"}, types: []string{"google_dns_record_set"}},

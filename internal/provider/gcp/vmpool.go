@@ -587,7 +587,7 @@ func (d VMPoolDriver) Resize(ctx context.Context, j *job.Job, min, max, desired 
 //     fixed instances.
 //   - EnsureListeners makes the URL map and, per listener port, a target proxy and a global
 //     forwarding rule on the address; 443 with a certificate: the one the config names
-//     (certificateARN: an SSL certificate's name or self link), a Google-managed one for
+//     (certificateArn: an SSL certificate's name or self link), a Google-managed one for
 //     the domain, or a self-managed self-signed one when there is neither.
 
 func (d VMPoolDriver) address(s *compute.Service, j *job.Job) keyed {
