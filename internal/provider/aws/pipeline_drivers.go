@@ -129,7 +129,16 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 		}
 		all = all && active
 	}
-	out.Ready = all
+	// A config update that drops a group: the job's groups the config no longer names go.
+	keep := make([]string, 0, len(c.NodeGroups))
+	for _, ng := range c.NodeGroups {
+		keep = append(keep, ng.Name)
+	}
+	pruned, err := d.P.PruneNodeGroups(ctx, JobTags(j), c.Name, keep)
+	if err != nil {
+		return out, err
+	}
+	out.Ready = all && pruned
 	return out, nil
 }
 
