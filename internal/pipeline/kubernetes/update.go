@@ -34,8 +34,8 @@ var fixedFields = []struct {
 	{"components", "the default components are installed when the cluster is made; install others as component jobs", func(c Config) any { return fmt.Sprint(c.Components) }},
 }
 
-// PlanUpdate plans a configuration update of a live cluster (jobs.Updater). Node groups are
-// changed in place by running the cluster step again, which converges the cloud to the
+// PlanUpdate plans a configuration update of a live cluster (jobs.Updater). A control-plane
+// upgrade of one minor version and node group changes are carried out in place by running the cluster step again, which converges the cloud to the
 // config: a group the config adds is created, a resized one gets its new min/max, a group the
 // config no longer lists is deleted. A group's instance type is fixed (a managed node group
 // keeps its instance types), as are the cluster's identity and network settings; they are
@@ -58,15 +58,27 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "immutable", Message: f.why})
 		}
 	}
-	if fe, ok := versionChange(cur.Version, next.Version); !ok {
-		refused = append(refused, fe)
+	updatable := slices.Contains(p.updatable, j.Provider)
+	var resources []pipeline.ResourceChange
+	if cur.Version != next.Version && next.Version != "" {
+		if fe, ok := versionChange(cur.Version, next.Version); !ok {
+			refused = append(refused, fe)
+		} else if !updatable {
+			refused = append(refused, validation.FieldError{Field: "config.version", Rule: "provider",
+				Message: "the " + j.Provider + " driver does not upgrade a live control plane yet"})
+		} else {
+			resources = append(resources, pipeline.ResourceChange{Resource: "cluster/" + cur.Name, Action: pipeline.ActionInPlace,
+				Changes:    []pipeline.FieldChange{{Field: "version", From: cur.Version, To: next.Version}},
+				Disruption: "none: the control plane is upgraded in place; node groups keep their version until they are upgraded"})
+		}
 	}
 	groups, groupRefusals := nodeGroupChanges(cur, next)
 	refused = append(refused, groupRefusals...)
-	if len(groups) > 0 && !slices.Contains(p.updatable, j.Provider) {
+	if len(groups) > 0 && !updatable {
 		refused = append(refused, validation.FieldError{Field: "config.nodeGroups", Rule: "provider",
 			Message: "the " + j.Provider + " driver does not change a live cluster's node groups yet"})
 	}
+	groups = append(resources, groups...)
 	if len(refused) > 0 {
 		return nil, refused
 	}
@@ -142,13 +154,10 @@ func nodeGroupChanges(cur, next Config) ([]pipeline.ResourceChange, validation.E
 	return out, refused
 }
 
-// versionChange judges a control-plane version change. A live control plane's version is not
-// changed by a config update yet; a downgrade or a jump of more than one minor version is
-// refused as the cloud refuses it, so that the message says what a valid change is.
+// versionChange judges a control-plane version change: an upgrade of one minor version goes
+// (the cloud upgrades the control plane in place); a downgrade or a jump of more than one
+// minor version is refused as the cloud refuses it, with what a valid change is.
 func versionChange(from, to string) (validation.FieldError, bool) {
-	if from == to || to == "" {
-		return validation.FieldError{}, true
-	}
 	fe := validation.FieldError{Field: "config.version", Rule: "immutable"}
 	fm, fok := minor(from)
 	tm, tok := minor(to)
@@ -160,7 +169,7 @@ func versionChange(from, to string) (validation.FieldError, bool) {
 	case tm[1] > fm[1]+1:
 		fe.Message = fmt.Sprintf("a control plane is upgraded one minor version at a time: %s → %d.%d first", from, fm[0], fm[1]+1)
 	default:
-		fe.Message = "upgrading a live control plane (" + from + " → " + to + ") is not carried out by a config update yet"
+		return fe, true
 	}
 	return fe, false
 }

@@ -58,6 +58,12 @@ func TestPlanUpdate(t *testing.T) {
 			fields: []string{"config.nodeGroups[0].instanceType"}},
 		{name: "fixed cluster fields", next: `{"name":"prod2","version":"1.29","vpcID":"vpc-1","subnetIDs":["subnet-1"],"privateCluster":true,"nodeGroups":[` + def + `]}`,
 			fields: []string{"config.name", "config.vpcID", "config.subnetIDs", "config.privateCluster"}},
+		{name: "version up one minor", next: `{"name":"prod","version":"1.30","nodeGroups":[` + def + `]}`,
+			rerun: rerun, resources: []string{"cluster/prod"}, actions: []pipeline.Action{pipeline.ActionInPlace}},
+		{name: "version and a group together", next: `{"name":"prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":1,"max":9}]}`,
+			rerun: rerun, resources: []string{"cluster/prod", "node-group/default"}, actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionInPlace}},
+		{name: "another provider's version", provider: "azure", next: `{"name":"prod","version":"1.30","nodeGroups":[` + def + `]}`,
+			fields: []string{"config.version"}},
 		{name: "version jump of two minors", next: `{"name":"prod","version":"1.31","nodeGroups":[` + def + `]}`, fields: []string{"config.version"}},
 		{name: "version downgrade", next: `{"name":"prod","version":"1.28","nodeGroups":[` + def + `]}`, fields: []string{"config.version"}},
 		{name: "no groups left", next: ngs(``), fields: []string{"config"}},
@@ -78,7 +84,7 @@ func TestPlanUpdate(t *testing.T) {
 				var got []string
 				for _, f := range fe {
 					got = append(got, f.Field)
-					if f.Field != "config" && f.Field != "config.nodeGroups" && f.Rule != "immutable" {
+					if want := "immutable"; tc.provider == "" && f.Field != "config" && f.Rule != want {
 						t.Errorf("%s: rule %q, want immutable", f.Field, f.Rule)
 					}
 				}

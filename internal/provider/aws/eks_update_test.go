@@ -1,12 +1,17 @@
 package aws
 
 import (
+	"context"
+	"fmt"
 	"maps"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
 )
@@ -103,4 +108,131 @@ func TestEKSDriverConvergesNodeGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleteUntilDone(t, func() (bool, error) { return p.DeleteNetwork(ctx, tags) })
+}
+
+// fakeClusterVersions stands in for EKS's UpdateClusterVersion and DescribeUpdate, which moto
+// lacks, in the real API's shape: an update has an id, one client token answers one update,
+// and DescribeUpdate shows it InProgress for a few calls, then Successful (or failed).
+type fakeClusterVersions struct {
+	mu      sync.Mutex
+	byToken map[string]string
+	updates map[string]*fakeUpdate
+	polls   int    // InProgress answers before the update settles
+	settle  string // Successful or Failed
+}
+
+type fakeUpdate struct {
+	cluster, version string
+	seen             int
+}
+
+func (f *fakeClusterVersions) UpdateClusterVersion(_ context.Context, cluster, version, token string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id, ok := f.byToken[token]; ok {
+		return id, nil
+	}
+	for _, u := range f.updates {
+		if u.cluster == cluster && u.seen <= f.polls {
+			return "", fmt.Errorf("ResourceInUseException: cluster %s has an update in progress", cluster)
+		}
+	}
+	if f.byToken == nil {
+		f.byToken, f.updates = map[string]string{}, map[string]*fakeUpdate{}
+	}
+	id := fmt.Sprintf("upd-%d", len(f.updates)+1)
+	f.byToken[token], f.updates[id] = id, &fakeUpdate{cluster: cluster, version: version}
+	return id, nil
+}
+
+func (f *fakeClusterVersions) DescribeUpdate(_ context.Context, cluster, id string) (string, []string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u, ok := f.updates[id]
+	if !ok || u.cluster != cluster {
+		return "", nil, fmt.Errorf("ResourceNotFoundException: no update %s", id)
+	}
+	u.seen++
+	if u.seen <= f.polls {
+		return string(ekstypes.UpdateStatusInProgress), nil, nil
+	}
+	if f.settle == string(ekstypes.UpdateStatusFailed) {
+		return f.settle, []string{"Ec2SubnetInvalidConfiguration: subnet has no free addresses"}, nil
+	}
+	return f.settle, nil, nil
+}
+
+// A config update from 1.29 to 1.30 starts one EKS version update and waits (the cluster is
+// not ready) until DescribeUpdate says it succeeded; a failed update is the user's to act on.
+func TestEKSDriverUpgradesControlPlane(t *testing.T) {
+	t.Parallel()
+	for _, settle := range []string{string(ekstypes.UpdateStatusSuccessful), string(ekstypes.UpdateStatusFailed)} {
+		t.Run(settle, func(t *testing.T) {
+			t.Parallel()
+			p, _ := testProvider(t, "ap-southeast-2")
+			ctx, tags := testCtx(t), testTags(t)
+			j := &job.Job{ID: tags.JobID, OrgID: tags.OrgID, Family: job.FamilyKubernetes, Provider: Name}
+			versions := &fakeClusterVersions{polls: 2, settle: settle}
+			d := KubernetesDriver{P: p, Versions: versions}
+			net, err := p.EnsureNetwork(ctx, NetworkSpec{Tags: tags, NoNAT: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			roles, err := d.EnsureRoles(ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := kubernetes.Network{VPCID: net.VPCID, SubnetIDs: net.PrivateSubnetIDs}
+			cfg := kubernetes.Config{Name: "upgrade", Version: "1.29", NodeGroups: []kubernetes.NodeGroup{{Name: "default", InstanceType: "m5.large", Min: 1, Max: 2}}}
+			for round := 0; ; round++ {
+				cl, err := d.EnsureCluster(ctx, j, cfg, n, roles)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cl.Ready {
+					break
+				}
+				if round == 20 {
+					t.Fatal("cluster not ready")
+				}
+			}
+			if len(versions.updates) != 0 {
+				t.Fatalf("updates %v on a cluster at its version", versions.updates)
+			}
+			cfg.Version = "1.30"
+			var rounds int
+			for ; ; rounds++ {
+				cl, err := d.EnsureCluster(ctx, j, cfg, n, roles)
+				if settle == string(ekstypes.UpdateStatusFailed) && err != nil {
+					if fault.ClassOf(err) != job.ClassUserAction || !strings.Contains(err.Error(), "subnet has no free addresses") {
+						t.Fatalf("failed update: %v; want a user-action error with the cloud's reason", err)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cl.Ready {
+					if settle != string(ekstypes.UpdateStatusSuccessful) {
+						t.Fatal("ready after a failed update")
+					}
+					break
+				}
+				if rounds == 20 {
+					t.Fatal("upgrade not done after 20 rounds")
+				}
+			}
+			if rounds != versions.polls {
+				t.Errorf("settled after %d waits, want %d (one per InProgress answer)", rounds, versions.polls)
+			}
+			if len(versions.updates) != 1 || versions.updates["upd-1"].version != "1.30" || versions.updates["upd-1"].cluster != "upgrade" {
+				t.Fatalf("updates %+v; want one, of cluster upgrade to 1.30", versions.updates)
+			}
+			deleteUntilDone(t, func() (bool, error) { return d.DeleteCluster(ctx, j, cfg.Name) })
+			if err := d.DeleteRoles(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+			deleteUntilDone(t, func() (bool, error) { return p.DeleteNetwork(ctx, tags) })
+		})
+	}
 }

@@ -78,7 +78,12 @@ func (d DNSZoneDriver) DeleteRecord(ctx context.Context, zoneID string, r dnszon
 }
 
 // KubernetesDriver is the AWS (EKS) implementation of the kubernetes pipeline's Driver.
-type KubernetesDriver struct{ P *Provider }
+type KubernetesDriver struct {
+	P *Provider
+	// Versions upgrades the control plane when the config names a newer version than it runs
+	// (nil: the EKS API).
+	Versions ClusterVersionUpdater
+}
 
 var _ kubernetes.Driver = KubernetesDriver{}
 
@@ -118,6 +123,14 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 	cl, err := d.P.EnsureCluster(ctx, ClusterSpec{Tags: JobTags(j), Name: c.Name, Version: c.Version, RoleARN: r.ClusterRole, SubnetIDs: n.SubnetIDs, Private: c.PrivateCluster})
 	out := kubernetes.Cluster{Name: cl.Name, ID: cl.ARN, Endpoint: cl.Endpoint, CAData: cl.CAData}
 	if err != nil || !cl.Ready {
+		return out, err
+	}
+	// A config update that raises the version: the control plane first, then the groups.
+	versions := d.Versions
+	if versions == nil {
+		versions = SDKClusterVersions{P: d.P}
+	}
+	if done, err := EnsureClusterVersion(ctx, versions, JobTags(j), c.Name, cl.Version, c.Version); err != nil || !done {
 		return out, err
 	}
 	all := true
