@@ -69,7 +69,7 @@ func EnsureClusterVersion(ctx context.Context, u ClusterVersionUpdater, t Tags, 
 	case ekstypes.UpdateStatusFailed, ekstypes.UpdateStatusCancelled:
 		err := fmt.Errorf("EKS update %s of cluster %s to %s: %s %s", id, cluster, want, status, strings.Join(reasons, "; "))
 		return false, fault.UserAction(err, "ClusterUpgradeFailed",
-			"the control plane stays on "+current+"; fix what the update reports, then roll back or update again", "")
+			"the control plane stays on "+current+"; roll the job back (this job's update to "+want+" is the one that failed)", "")
 	}
 	return false, nil
 }
