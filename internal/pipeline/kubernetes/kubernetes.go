@@ -92,8 +92,10 @@ type Driver interface {
 	DeleteNetwork(ctx context.Context, j *job.Job) (done bool, err error)
 	EnsureRoles(ctx context.Context, j *job.Job) (Roles, error)
 	DeleteRoles(ctx context.Context, j *job.Job) error
-	// EnsureCluster creates or observes the control plane and, once it is up, the node groups;
-	// Ready is true when all are active.
+	// EnsureCluster creates or observes the control plane and, once it is up, converges the
+	// node groups to c (a config update re-runs it: missing groups are made, sizes patched,
+	// and, on drivers named in WithUpdates, the job's groups c no longer lists deleted);
+	// Ready is true when all are active and the removed ones gone.
 	EnsureCluster(ctx context.Context, j *job.Job, c Config, n Network, r Roles) (Cluster, error)
 	DeleteCluster(ctx context.Context, j *job.Job, name string) (done bool, err error)
 }
@@ -121,6 +123,8 @@ type Pipeline struct {
 	components ComponentInstaller
 	spaces     SpaceRegistrar
 	poll       time.Duration
+	// updatable are the providers whose driver carries out node group changes (WithUpdates).
+	updatable []string
 }
 
 // WithSpaces makes the register-space step record the cluster as a space (nil: the step

@@ -95,7 +95,8 @@ func clusterState(c *ekstypes.Cluster) Cluster {
 	return r
 }
 
-// EnsureNodeGroup creates a managed node group, or patches the sizes of this job's in place.
+// EnsureNodeGroup creates a managed node group, or patches the sizes of this job's in place
+// (desired kept where the group runs, inside the new bounds).
 // It reports whether the group is active.
 func (p *Provider) EnsureNodeGroup(ctx context.Context, t Tags, cluster string, s NodeGroupSpec) (bool, error) {
 	desired := s.Min
@@ -106,10 +107,13 @@ func (p *Provider) EnsureNodeGroup(ctx context.Context, t Tags, cluster string, 
 			return false, alreadyExists("node group", s.Name)
 		}
 		if sc := ng.ScalingConfig; sc != nil && (deref(sc.MinSize) != s.Min || deref(sc.MaxSize) != s.Max) {
+			desired = resizeDesired(sc, s.Min, s.Max)
 			if _, err := p.eks.UpdateNodegroupConfig(ctx, &eks.UpdateNodegroupConfigInput{ClusterName: &cluster, NodegroupName: &s.Name,
 				ScalingConfig: &ekstypes.NodegroupScalingConfig{MinSize: &s.Min, MaxSize: &s.Max, DesiredSize: &desired}}); err != nil {
 				return false, p.classify(err, true)
 			}
+			// The group is UPDATING now; the next call sees it (and its new sizes) settle.
+			return false, nil
 		}
 		return ng.Status == ekstypes.NodegroupStatusActive, nil
 	}

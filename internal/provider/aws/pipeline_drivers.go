@@ -78,7 +78,12 @@ func (d DNSZoneDriver) DeleteRecord(ctx context.Context, zoneID string, r dnszon
 }
 
 // KubernetesDriver is the AWS (EKS) implementation of the kubernetes pipeline's Driver.
-type KubernetesDriver struct{ P *Provider }
+type KubernetesDriver struct {
+	P *Provider
+	// Versions upgrades the control plane when the config names a newer version than it runs
+	// (nil: the EKS API).
+	Versions ClusterVersionUpdater
+}
 
 var _ kubernetes.Driver = KubernetesDriver{}
 
@@ -120,6 +125,14 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 	if err != nil || !cl.Ready {
 		return out, err
 	}
+	// A config update that raises the version: the control plane first, then the groups.
+	versions := d.Versions
+	if versions == nil {
+		versions = SDKClusterVersions{P: d.P}
+	}
+	if done, err := EnsureClusterVersion(ctx, versions, JobTags(j), c.Name, cl.Version, c.Version); err != nil || !done {
+		return out, err
+	}
 	all := true
 	for _, ng := range c.NodeGroups {
 		active, err := d.P.EnsureNodeGroup(ctx, JobTags(j), c.Name, NodeGroupSpec{Name: ng.Name, InstanceType: ng.InstanceType,
@@ -129,7 +142,16 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 		}
 		all = all && active
 	}
-	out.Ready = all
+	// A config update that drops a group: the job's groups the config no longer names go.
+	keep := make([]string, 0, len(c.NodeGroups))
+	for _, ng := range c.NodeGroups {
+		keep = append(keep, ng.Name)
+	}
+	pruned, err := d.P.PruneNodeGroups(ctx, JobTags(j), c.Name, keep)
+	if err != nil {
+		return out, err
+	}
+	out.Ready = all && pruned
 	return out, nil
 }
 
