@@ -270,6 +270,20 @@ func (p *Provider) EnsurePeering(ctx context.Context, s PeeringSpec) (string, er
 	}
 	id := deref(pc.VpcPeeringConnectionId)
 	sameSide := s.PeerOwnerID == "" && (s.PeerRegion == "" || s.PeerRegion == p.region)
+	if sameSide && pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeInitiatingRequest {
+		// A new connection answers initiating-request; it takes its accept once it is
+		// pending-acceptance, so it is read again (and the step retried while it initiates).
+		again, err := p.ec2.DescribeVpcPeeringConnections(ctx, &ec2.DescribeVpcPeeringConnectionsInput{VpcPeeringConnectionIds: []string{id}})
+		if err != nil {
+			return id, p.classify(err, true)
+		}
+		if len(again.VpcPeeringConnections) > 0 {
+			pc = again.VpcPeeringConnections[0]
+		}
+		if pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeInitiatingRequest {
+			return id, fault.Transientf("peering connection %s is still initiating", id)
+		}
+	}
 	if sameSide && pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodePendingAcceptance {
 		// A repeated accept of an accepted connection is refused as a state transition.
 		if _, err := p.ec2.AcceptVpcPeeringConnection(ctx, &ec2.AcceptVpcPeeringConnectionInput{VpcPeeringConnectionId: &id}); err != nil && !isCode(err, "InvalidStateTransition") {
