@@ -19,7 +19,7 @@ var fixedFields = []struct {
 	field, why string
 	get        func(Config) any
 }{
-	{"cidr", "a VPC keeps its address block; make a new network and move to it", func(c Config) any { return c.CIDR }},
+	{"cidr", "a VPC keeps its address block; make a new network and move to it", func(c Config) any { return cidrOf(c) }},
 	{"vpcID", "an adopted VPC is the network's identity; adopt the other VPC in a new network", func(c Config) any { return c.VPCID }},
 	{"subnetIDs", "the adopted subnets are the customer's; adopt them again in a new network", func(c Config) any { return fmt.Sprint(c.SubnetIDs) }},
 	{"noNAT", "the private subnets' egress is set when the network is made; what runs there depends on it", func(c Config) any { return c.NoNAT }},
@@ -102,6 +102,17 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		}
 	}
 	return out, nil
+}
+
+// defaultCIDR is the block a config without cidr gets (the catalog's and providers' default).
+const defaultCIDR = "10.0.0.0/16"
+
+// cidrOf is the block a config asks for, the default filled in.
+func cidrOf(c Config) string {
+	if c.CIDR == "" && c.VPCID == "" {
+		return defaultCIDR
+	}
+	return c.CIDR
 }
 
 // azCount is the zone count a config asks for, the default filled in.
