@@ -25,6 +25,10 @@ var fixedFields = []struct {
 	{"noNAT", "the private subnets' egress is set when the network is made; what runs there depends on it", func(c Config) any { return c.NoNAT }},
 }
 
+// updatableOn are the providers whose network driver converges a live network on a re-run:
+// it makes the subnets of added zones and replaces or deletes a peering the config changed.
+var updatableOn = []string{"aws"}
+
 var _ interface {
 	PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error)
 } = (*Pipeline)(nil)
@@ -61,6 +65,16 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 	case to < from:
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "shrink",
 			Message: fmt.Sprintf("subnets are never removed (from %d to %d zones): what runs in them would be stranded; make a new network", from, to)})
+	}
+	if !slices.Contains(updatableOn, j.Provider) {
+		if from != to {
+			refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "provider",
+				Message: "provider " + j.Provider + " cannot add zones to a live network yet"})
+		}
+		if !reflect.DeepEqual(cur.Peering, next.Peering) {
+			refused = append(refused, validation.FieldError{Field: "config.peering", Rule: "provider",
+				Message: "provider " + j.Provider + " cannot change a live network's peering yet"})
+		}
 	}
 	if len(refused) > 0 {
 		return nil, refused

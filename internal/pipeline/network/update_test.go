@@ -13,7 +13,7 @@ import (
 )
 
 func doneJob(config string, peering job.StepStatus) *job.Job {
-	return &job.Job{ID: "job-1", Family: job.FamilyNetwork, Config: json.RawMessage(config), Steps: []job.StepRecord{
+	return &job.Job{ID: "job-1", Provider: "aws", Family: job.FamilyNetwork, Config: json.RawMessage(config), Steps: []job.StepRecord{
 		{Name: network.StepValidate, Status: job.StepDone},
 		{Name: network.StepNetwork, Status: job.StepDone},
 		{Name: network.StepPeering, Status: peering},
@@ -28,6 +28,7 @@ func TestPlanUpdate(t *testing.T) {
 	cases := map[string]struct {
 		from, to string
 		peering  job.StepStatus // the create_peering step's status (done unless set)
+		provider string         // aws unless set
 		// refused: the field errors' field → rule; else the plan's actions and rerun.
 		refused map[string]string
 		actions []pipeline.Action
@@ -48,7 +49,9 @@ func TestPlanUpdate(t *testing.T) {
 		"adopted VPC and subnets refused": {from: `{"vpcID":"vpc-1","subnetIDs":["s-1"]}`, to: `{"vpcID":"vpc-2","subnetIDs":["s-2"]}`,
 			refused: map[string]string{"config.vpcID": "immutable", "config.subnetIDs": "immutable"}},
 		"adopted network adds no zones": {from: `{"vpcID":"vpc-1"}`, to: `{"vpcID":"vpc-1","azCount":3}`, refused: map[string]string{"config.azCount": "immutable"}},
-		"invalid config":                {from: base, to: `{"azCount":9}`, refused: map[string]string{"config": "invalid"}},
+		"other providers add no zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "gcp",
+			refused: map[string]string{"config.azCount": "provider", "config.peering": "provider"}},
+		"invalid config": {from: base, to: `{"azCount":9}`, refused: map[string]string{"config": "invalid"}},
 	}
 	p := network.New(nil, 0)
 	for name, tc := range cases {
@@ -59,6 +62,9 @@ func TestPlanUpdate(t *testing.T) {
 				st = job.StepDone
 			}
 			j := doneJob(tc.from, st)
+			if tc.provider != "" {
+				j.Provider = tc.provider
+			}
 			plan, err := p.PlanUpdate(context.Background(), j, pipeline.UpdateRequest{Config: json.RawMessage(tc.to)})
 			if tc.refused != nil {
 				fields, ok := validation.Fields(err)

@@ -22,7 +22,7 @@ func TestNetworkConfigUpdates(t *testing.T) {
 	p, _ := testProvider(t, "us-west-2")
 	ctx := testCtx(t)
 	pl := network.New(func(context.Context, *job.Job) (network.Driver, error) { return NetworkDriver{P: p}, nil }, 1)
-	j := &job.Job{ID: "job_" + sanitize(t.Name()), OrgID: "org_test", Family: job.FamilyNetwork, Config: json.RawMessage(`{"cidr":"10.30.0.0/16","azCount":2}`)}
+	j := &job.Job{ID: "job_" + sanitize(t.Name()), OrgID: "org_test", Provider: "aws", Family: job.FamilyNetwork, Config: json.RawMessage(`{"cidr":"10.30.0.0/16","azCount":2}`)}
 	steps := pl.Steps(j)
 	for _, s := range steps {
 		j.Steps = append(j.Steps, job.StepRecord{Name: s.Name, Status: job.StepPending})
