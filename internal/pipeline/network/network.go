@@ -130,6 +130,18 @@ func (p *Pipeline) Steps(*job.Job) []pipeline.Step {
 
 func (p *Pipeline) peering(ctx context.Context, r *pipeline.Run, c Config, d Driver) (pipeline.Result, error) {
 	if c.Peering == nil {
+		var had map[string]any
+		ok, err := r.Infra(InfraPeering, &had)
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		if ok {
+			// A config update took the peering away: the connection and its routes go.
+			if err := d.DeletePeering(ctx, r.Job); err != nil {
+				return pipeline.Result{}, err
+			}
+			return pipeline.Done(map[string]any{InfraPeering: nil}), nil
+		}
 		return pipeline.Skip("no peering asked for"), nil
 	}
 	n, err := pipeline.InfraOf[Result](r, InfraNetwork)

@@ -228,9 +228,19 @@ func (p *Provider) EnsurePeering(ctx context.Context, s PeeringSpec) (string, er
 		return "", p.classify(err, false)
 	}
 	var pc ec2types.VpcPeeringConnection
-	if len(out.VpcPeeringConnections) > 0 {
-		pc = out.VpcPeeringConnections[0]
-	} else {
+	found := false
+	for _, c := range out.VpcPeeringConnections {
+		if c.AccepterVpcInfo != nil && deref(c.AccepterVpcInfo.VpcId) != s.PeerVPCID {
+			// The job's connection to the peer it had before a config update: a connection
+			// never changes its peer, so it goes, and its routes with it.
+			if err := p.deletePeering(ctx, s.Tags, c); err != nil {
+				return "", err
+			}
+			continue
+		}
+		pc, found = c, true
+	}
+	if !found {
 		in := &ec2.CreateVpcPeeringConnectionInput{VpcId: &s.VPCID, PeerVpcId: &s.PeerVPCID, TagSpecifications: s.Tags.ec2Spec(ec2types.ResourceTypeVpcPeeringConnection)}
 		if s.PeerOwnerID != "" {
 			in.PeerOwnerId = &s.PeerOwnerID
@@ -260,11 +270,28 @@ func (p *Provider) EnsurePeering(ctx context.Context, s PeeringSpec) (string, er
 	}
 	id := deref(pc.VpcPeeringConnectionId)
 	sameSide := s.PeerOwnerID == "" && (s.PeerRegion == "" || s.PeerRegion == p.region)
+	if sameSide && pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeInitiatingRequest {
+		// A new connection answers initiating-request; it takes its accept once it is
+		// pending-acceptance, so it is read again (and the step retried while it initiates).
+		again, err := p.ec2.DescribeVpcPeeringConnections(ctx, &ec2.DescribeVpcPeeringConnectionsInput{VpcPeeringConnectionIds: []string{id}})
+		if err != nil {
+			return id, p.classify(err, true)
+		}
+		if len(again.VpcPeeringConnections) > 0 {
+			pc = again.VpcPeeringConnections[0]
+		}
+		if pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeInitiatingRequest {
+			return id, fault.Transientf("peering connection %s is still initiating", id)
+		}
+	}
 	if sameSide && pc.Status != nil && pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodePendingAcceptance {
 		// A repeated accept of an accepted connection is refused as a state transition.
 		if _, err := p.ec2.AcceptVpcPeeringConnection(ctx, &ec2.AcceptVpcPeeringConnectionInput{VpcPeeringConnectionId: &id}); err != nil && !isCode(err, "InvalidStateTransition") {
 			return id, p.classify(err, true)
 		}
+	}
+	if err := p.ensurePeeringRoutes(ctx, s, pc); err != nil {
+		return id, err
 	}
 	return id, nil
 }
@@ -279,8 +306,8 @@ func (p *Provider) DeletePeering(ctx context.Context, t Tags) error {
 		if pc.Status != nil && (pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeDeleted || pc.Status.Code == ec2types.VpcPeeringConnectionStateReasonCodeDeleting) {
 			continue
 		}
-		if _, err := p.ec2.DeleteVpcPeeringConnection(ctx, &ec2.DeleteVpcPeeringConnectionInput{VpcPeeringConnectionId: pc.VpcPeeringConnectionId}); err != nil && !gone(err) {
-			return p.classify(err, false)
+		if err := p.deletePeering(ctx, t, pc); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -41,7 +41,7 @@ var networkOps = []string{
 var natOps = []string{"ec2:AllocateAddress", "ec2:CreateNatGateway", "ec2:DeleteNatGateway", "ec2:ReleaseAddress"}
 
 var peeringOps = []string{"ec2:AcceptVpcPeeringConnection", "ec2:CreateVpcPeeringConnection", "ec2:DeleteVpcPeeringConnection",
-	"ec2:CreateRoute", "ec2:DescribeRouteTables"}
+	"ec2:CreateRoute", "ec2:DescribeRouteTables", "ec2:DeleteRoute", "ec2:DescribeVpcs"}
 
 var roleOps = []string{"iam:AttachRolePolicy", "iam:CreateRole", "iam:DeleteRole", "iam:DetachRolePolicy", "iam:GetInstanceProfile",
 	"iam:GetRole", "iam:ListAttachedRolePolicies", "iam:ListRolePolicies", "iam:TagRole", "iam:PutRolePolicy", "iam:DeleteRolePolicy"}
@@ -88,7 +88,8 @@ func StepPlan(j *job.Job, step string) plan.Step {
 		case network.StepNetwork:
 			netw(c.VPCID, !c.NoNAT)
 		case network.StepPeering:
-			ops = append(ops, "ec2:DescribeVpcPeeringConnections")
+			// Also without peering: a config update that takes the peering away deletes it.
+			ops = append(ops, "ec2:DescribeVpcPeeringConnections", "ec2:DeleteVpcPeeringConnection", "ec2:DescribeRouteTables", "ec2:DeleteRoute")
 			if c.Peering != nil {
 				create("aws_vpc_peering_connection", name+"-"+c.Peering.PeerVPCID, 1)
 				ops = append(ops, peeringOps...)

@@ -67,14 +67,17 @@ func (p *Provider) EnsureNetwork(ctx context.Context, s NetworkSpec) (Network, e
 	if n.AvailabilityZones, err = p.zones(ctx, s.AZCount); err != nil {
 		return n, err
 	}
-	cidrs := subnetCIDRs(prefix, 2*s.AZCount)
+	cidrs, err := p.subnetLayout(ctx, s.Tags, n.VPCID, prefix, s.AZCount)
+	if err != nil {
+		return n, err
+	}
 	for i, az := range n.AvailabilityZones {
-		id, err := p.ensureSubnet(ctx, s.Tags.WithRole(fmt.Sprintf("subnet-public-%d", i)), n.VPCID, cidrs[i], az, true)
+		id, err := p.ensureSubnet(ctx, s.Tags.WithRole(subnetRole(true, i)), n.VPCID, cidrs[subnetRole(true, i)], az, true)
 		if err != nil {
 			return n, err
 		}
 		n.PublicSubnetIDs = append(n.PublicSubnetIDs, id)
-		id, err = p.ensureSubnet(ctx, s.Tags.WithRole(fmt.Sprintf("subnet-private-%d", i)), n.VPCID, cidrs[s.AZCount+i], az, false)
+		id, err = p.ensureSubnet(ctx, s.Tags.WithRole(subnetRole(false, i)), n.VPCID, cidrs[subnetRole(false, i)], az, false)
 		if err != nil {
 			return n, err
 		}
@@ -313,12 +316,79 @@ func (p *Provider) zones(ctx context.Context, n int) ([]string, error) {
 	return names[:n], nil
 }
 
-// subnetCIDRs cuts n consecutive /20 blocks (or /24 for a block smaller than /18) out of prefix.
-func subnetCIDRs(prefix netip.Prefix, n int) []string {
-	bits := 20
-	if prefix.Bits() > 18 {
-		bits = prefix.Bits() + 4
+// subnetRole is the role tag of the public or private subnet of zone i.
+func subnetRole(public bool, i int) string {
+	if public {
+		return fmt.Sprintf("subnet-public-%d", i)
 	}
+	return fmt.Sprintf("subnet-private-%d", i)
+}
+
+// subnetLayout gives each of the network's subnet roles its CIDR block. A subnet the job has
+// keeps its block. A new network lays out the public blocks first, then the private ones
+// (subnetCIDRs); a network grown to more zones later finds that layout's blocks for the new
+// zones partly taken by the first zones' private subnets, so a new subnet whose block is taken
+// gets the first free one instead. Blocks already given out are never moved: what runs in
+// them keeps its addresses.
+func (p *Provider) subnetLayout(ctx context.Context, t Tags, vpcID string, prefix netip.Prefix, azCount int) (map[string]string, error) {
+	out, err := p.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: ptr("vpc-id"), Values: []string{vpcID}}}})
+	if err != nil {
+		return nil, p.classify(err, false)
+	}
+	layout, used := map[string]string{}, map[string]bool{}
+	for _, sn := range out.Subnets {
+		used[deref(sn.CidrBlock)] = true
+		tags := map[string]string{}
+		for _, tg := range sn.Tags {
+			tags[deref(tg.Key)] = deref(tg.Value)
+		}
+		if tags[TagJobID] == t.JobID && tags[TagRole] != "" {
+			layout[tags[TagRole]] = deref(sn.CidrBlock)
+		}
+	}
+	all := subnetCIDRs(prefix, 1<<(subnetBits(prefix)-prefix.Bits()))
+	fresh := subnetCIDRs(prefix, min(2*azCount, len(all)))
+	want := func(role string, slot int) error {
+		if _, ok := layout[role]; ok {
+			return nil
+		}
+		if slot < len(fresh) && !used[fresh[slot]] {
+			layout[role], used[fresh[slot]] = fresh[slot], true
+			return nil
+		}
+		for _, c := range all {
+			if !used[c] {
+				layout[role], used[c] = c, true
+				return nil
+			}
+		}
+		return fault.UserAction(fmt.Errorf("cidr %s: no free block for subnet %s", prefix, role), "NoFreeSubnetBlock",
+			fmt.Sprintf("The network's %s has room for %d subnets: ask for fewer zones.", prefix, len(all)), "")
+	}
+	for i := range azCount {
+		if err := want(subnetRole(true, i), i); err != nil {
+			return nil, err
+		}
+	}
+	for i := range azCount {
+		if err := want(subnetRole(false, i), azCount+i); err != nil {
+			return nil, err
+		}
+	}
+	return layout, nil
+}
+
+// subnetBits is the size of the network's subnets: /20, or /24 in a block smaller than /18.
+func subnetBits(prefix netip.Prefix) int {
+	if prefix.Bits() > 18 {
+		return prefix.Bits() + 4
+	}
+	return 20
+}
+
+// subnetCIDRs cuts n consecutive subnet blocks (subnetBits) out of prefix.
+func subnetCIDRs(prefix netip.Prefix, n int) []string {
+	bits := subnetBits(prefix)
 	base := prefix.Masked().Addr().As4()
 	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
 	size := uint32(1) << (32 - bits)
