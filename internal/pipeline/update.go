@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // Action is what a configuration update does to one resource.
@@ -67,4 +68,31 @@ func (p *UpdatePlan) Changed() bool {
 		}
 	}
 	return false
+}
+
+// Reopen sets the named steps of j pending again in p's step records, and with them every
+// step after the first of them that an earlier update left unfinished (failed or cut short),
+// so that this update runs through them in the job's order. Rerun lists the pending steps in
+// that order. A name j has no step of is refused as a config error.
+func (p *UpdatePlan) Reopen(j *job.Job, names ...string) error {
+	first := len(p.Steps)
+	for _, name := range names {
+		i := j.StepIndex(name)
+		if i < 0 || i >= len(p.Steps) {
+			return validation.New("config", "steps", "the job has no "+name+" step")
+		}
+		p.Steps[i] = job.StepRecord{Name: name, Status: job.StepPending, Message: "config update"}
+		first = min(first, i)
+	}
+	p.Rerun = []string{}
+	for i := first; i < len(p.Steps); i++ {
+		s := p.Steps[i]
+		if !s.Status.Completed() && s.Status != job.StepPending {
+			p.Steps[i] = job.StepRecord{Name: s.Name, Status: job.StepPending, Message: "config update"}
+		}
+		if p.Steps[i].Status == job.StepPending {
+			p.Rerun = append(p.Rerun, s.Name)
+		}
+	}
+	return nil
 }

@@ -156,20 +156,8 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		return nil, err
 	}
 	out.Config = cfg
-	for _, name := range []string{StepCreateServer, StepWaitReady} {
-		i := j.StepIndex(name)
-		if i < 0 {
-			return nil, validation.New("config", "steps", "the job has no "+name+" step")
-		}
-		out.Steps[i] = job.StepRecord{Name: name, Status: job.StepPending, Message: "config update"}
-		out.Rerun = append(out.Rerun, name)
-	}
-	// A step the failed update left failed or half done after these runs again too.
-	for i := j.StepIndex(StepWaitReady) + 1; i < len(out.Steps); i++ {
-		if !out.Steps[i].Status.Completed() {
-			out.Steps[i] = job.StepRecord{Name: out.Steps[i].Name, Status: job.StepPending}
-			out.Rerun = append(out.Rerun, out.Steps[i].Name)
-		}
+	if err := out.Reopen(j, StepCreateServer, StepWaitReady); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -88,20 +88,8 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		return out, nil
 	}
 	out.Resources = groups
-	for _, name := range []string{StepCluster, StepFinalize} {
-		i := j.StepIndex(name)
-		if i < 0 {
-			return nil, validation.New("config", "steps", "the job has no "+name+" step")
-		}
-		out.Steps[i] = job.StepRecord{Name: name, Status: job.StepPending, Message: "config update"}
-		out.Rerun = append(out.Rerun, name)
-	}
-	// A step a failed update left failed or half done between them runs again too, in order.
-	for i := j.StepIndex(StepCluster) + 1; i < len(out.Steps); i++ {
-		if n := out.Steps[i].Name; n != StepFinalize && !out.Steps[i].Status.Completed() {
-			out.Steps[i] = job.StepRecord{Name: n, Status: job.StepPending}
-			out.Rerun = slices.Insert(out.Rerun, len(out.Rerun)-1, n)
-		}
+	if err := out.Reopen(j, StepCluster, StepFinalize); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

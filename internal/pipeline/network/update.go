@@ -97,23 +97,8 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		return out, nil
 	}
 	rerun = append(rerun, StepFinalize)
-	for _, name := range rerun {
-		i := j.StepIndex(name)
-		if i < 0 {
-			return nil, validation.New("config", "steps", "the job has no "+name+" step")
-		}
-		out.Steps[i] = job.StepRecord{Name: name, Status: job.StepPending, Message: "config update"}
-	}
-	// A step a failed update left failed or half done runs again too, in the job's order.
-	for i, s := range out.Steps {
-		if s.Name != StepValidate && !s.Status.Completed() && s.Status != job.StepPending {
-			out.Steps[i] = job.StepRecord{Name: s.Name, Status: job.StepPending, Message: "config update"}
-		}
-	}
-	for _, s := range out.Steps {
-		if s.Status == job.StepPending {
-			out.Rerun = append(out.Rerun, s.Name)
-		}
+	if err := out.Reopen(j, rerun...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
