@@ -1,11 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -336,15 +334,8 @@ func (s *Server) listConnections(w http.ResponseWriter, r *http.Request, p *Prin
 func (s *Server) createConnection(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req createConnectionRequest
 	// The body is optional: a connection needs no input.
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		return badRequest("unreadable body")
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if pr := decode(r, &req); pr != nil {
-			return pr
-		}
+	if pr := decodeOptional(r, &req); pr != nil {
+		return pr
 	}
 	dbID := r.PathValue("dbID")
 	j, svc, err := s.writer(r, p, "connection.create", "connection", "", map[string]any{"databaseID": dbID, "name": req.Name})

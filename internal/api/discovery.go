@@ -55,7 +55,11 @@ func (s *Server) discover(w http.ResponseWriter, r *http.Request, p *Principal) 
 
 // cloudProblem answers a listing the cloud refused (credentials, permissions: 422 with the
 // fix) or did not answer (503); anything unclassified is ours.
-func cloudProblem(err error) error {
+func cloudProblem(err error) error { return cloudRefusal(err, "listing") }
+
+// cloudRefusal answers a cloud read (what names it) the cloud refused (422 with the fix) or
+// did not answer (503); anything unclassified is ours.
+func cloudRefusal(err error, what string) error {
 	fe := fault.As(err)
 	if fe == nil {
 		return err
@@ -63,9 +67,9 @@ func cloudProblem(err error) error {
 	var pr *Problem
 	switch fe.Class {
 	case job.ClassUserAction:
-		pr = problem(http.StatusUnprocessableEntity, "the cloud refused the listing: "+err.Error())
+		pr = problem(http.StatusUnprocessableEntity, "the cloud refused the "+what+": "+err.Error())
 	case job.ClassTransient:
-		pr = problem(http.StatusServiceUnavailable, "the cloud did not answer the listing; try again: "+err.Error())
+		pr = problem(http.StatusServiceUnavailable, "the cloud did not answer the "+what+"; try again: "+err.Error())
 	default:
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/jobs"
 	"github.com/groundworkhq/groundwork/internal/store"
@@ -99,21 +98,7 @@ func inspectErr(err error) error {
 	if errors.As(err, &rf) || errors.Is(err, store.ErrNotFound) {
 		return jobErr(err)
 	}
-	fe := fault.As(err)
-	if fe == nil {
-		return err
-	}
-	var pr *Problem
-	switch fe.Class {
-	case job.ClassUserAction:
-		pr = problem(http.StatusUnprocessableEntity, "the cloud refused the inspection's reads: "+err.Error())
-	case job.ClassTransient:
-		pr = problem(http.StatusServiceUnavailable, "the cloud did not answer the inspection; try again: "+err.Error())
-	default:
-		return err
-	}
-	pr.FixHint = fe.FixHint
-	return pr
+	return cloudRefusal(err, "inspection's reads")
 }
 
 func driftDocs() map[string]opDoc {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,20 @@ const maxBody = 1 << 20
 
 // decode reads a JSON body into v, turning every way a body can be wrong into a 400 that
 // says where: bad syntax (with the offset), a wrong type (with the field), unknown fields.
+// decodeOptional is decode for a body that may be left out (empty or blank): v keeps its zero
+// value then.
+func decodeOptional(r *http.Request, v any) *Problem {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	if err != nil {
+		return badRequest("unreadable body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return decode(r, v)
+}
+
 func decode(r *http.Request, v any) *Problem {
 	body := bufio.NewReader(io.LimitReader(r.Body, maxBody))
 	// A bare null decodes into any Go value without error and leaves it untouched, so a PATCH

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -230,15 +228,8 @@ func (s *Server) cancelRemediation(w http.ResponseWriter, r *http.Request, p *Pr
 func (s *Server) decideRemediation(approve, byName bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p *Principal) error {
 		var req decisionRequest
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-		if err != nil {
-			return badRequest("unreadable body")
-		}
-		if len(bytes.TrimSpace(body)) > 0 {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if pr := decode(r, &req); pr != nil {
-				return pr
-			}
+		if pr := decodeOptional(r, &req); pr != nil {
+			return pr
 		}
 		if len(req.Reason) > 1000 {
 			return badRequest("the reason is too long", FieldError{Field: "reason", Rule: "maxLength", Message: "must be at most 1000 characters"})

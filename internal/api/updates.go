@@ -1,9 +1,7 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -77,15 +75,8 @@ func (s *Server) listJobRevisions(w http.ResponseWriter, r *http.Request, p *Pri
 
 func (s *Server) rollbackJob(w http.ResponseWriter, r *http.Request, p *Principal) error {
 	var req rollbackRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		return badRequest("unreadable body")
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if pr := decode(r, &req); pr != nil {
-			return pr
-		}
+	if pr := decodeOptional(r, &req); pr != nil {
+		return pr
 	}
 	want, err := requestVersion(r, req.Version)
 	if err != nil {
