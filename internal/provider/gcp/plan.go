@@ -298,12 +298,15 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 		ops = append(ops, iamOps...)
 	case vmpool.StepLaunchTemplate:
 		create("google_compute_firewall", name(j, rolePoolHC), 2)
-		create("google_compute_instance_template", name(j, roleTemplate), 1)
+		tname, _ := templateName(j, c)
+		create("google_compute_instance_template", tname, 1)
+		// The teardown lists the job's templates: each template change made one.
 		ops = append(append(ops, firewallOps...), crud("compute.instanceTemplates")...)
+		ops = append(ops, "compute.instanceTemplates.list")
 	case vmpool.StepVMs:
 		// The teardown looks for both kinds of pool. (This family's calls wait for what they
 		// start by reading it, not its operation.)
-		ops = append(ops, "compute.instances.get", "compute.instances.getGuestAttributes", "compute.instances.getSerialPortOutput",
+		ops = append(ops, "compute.instances.get", "compute.instances.list", "compute.instances.getGuestAttributes", "compute.instances.getSerialPortOutput",
 			"compute.instanceGroupManagers.get",
 			"compute.autoscalers.get", "compute.instanceTemplates.useReadOnly", "iam.serviceAccounts.actAs")
 		if asg {
@@ -358,6 +361,8 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 			create("google_compute_global_forwarding_rule", name(j, roleHTTP+"-rule"), rules)
 			ops = append(append(ops, crud("compute.globalForwardingRules")...), "compute.globalForwardingRules.setLabels", "compute.globalAddresses.use")
 		}
+	case vmpool.StepFinalize:
+		ops = append(ops, vmPoolOpOps(j, c)...)
 	case vmpool.StepDNSRecord:
 		if c.Domain != "" && c.ZoneID != "" {
 			create("google_dns_record_set", c.Domain, 1)
@@ -366,6 +371,38 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 		}
 	}
 	return res, ops
+}
+
+// vmPoolOpOps are the permissions of the operation a live pool's finalize step carries out
+// (its config's vmOp): a roll onto the config's template, an asg pool's resize (the
+// autoscaler's bounds and CPU target, the group's size); none at creation.
+func vmPoolOpOps(j *job.Job, c vmpool.Config) []string {
+	var cfg struct {
+		VMOp string `json:"vmOp"`
+	}
+	_ = json.Unmarshal(j.Config, &cfg)
+	switch cfg.VMOp {
+	case vmpool.OpRoll:
+		ops := []string{"compute.instanceTemplates.get", "compute.instanceTemplates.list", "compute.instanceTemplates.delete",
+			"compute.instanceTemplates.useReadOnly", "iam.serviceAccounts.actAs", "compute.instances.getGuestAttributes"}
+		if c.CreateLoadBalancer {
+			ops = append(ops, "compute.backendServices.get")
+		}
+		if c.Mode == "asg" {
+			// Google replaces the group's instances itself, as its service agent.
+			return append(ops, "compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instances.get", "compute.instances.list")
+		}
+		ops = append(ops, "compute.instances.get", "compute.instances.list", "compute.instances.create", "compute.instances.delete",
+			"compute.disks.create", "compute.subnetworks.use", "compute.instances.setMetadata", "compute.instances.setTags",
+			"compute.instances.setServiceAccount", "compute.zoneOperations.get")
+		if c.CreateLoadBalancer {
+			ops = append(ops, "compute.instanceGroups.update", "compute.instances.use")
+		}
+		return ops
+	case "resize":
+		return []string{"compute.autoscalers.get", "compute.autoscalers.update", "compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update"}
+	}
+	return nil
 }
 
 // PlanSource plans the jobs of GCP spaces (plan.Source).

@@ -227,8 +227,7 @@ func (d VMPoolDriver) firewalls(s *compute.Service, j *job.Job, c vmpool.Config,
 	return out
 }
 
-func (d VMPoolDriver) template(s *compute.Service, j *job.Job, c vmpool.Config, n vmpool.Network, sa string) (keyed, error) {
-	tname := name(j, roleTemplate)
+func (d VMPoolDriver) template(s *compute.Service, j *job.Job, tname string, c vmpool.Config, n vmpool.Network, sa string) (keyed, error) {
 	var props *compute.InstanceProperties
 	if c.InstanceType != "" {
 		userData, err := cloudinit.Render(cloudinit.Options{Bare: c.Bare, JobID: j.ID, Report: reportBootstrap})
@@ -257,7 +256,7 @@ func (d VMPoolDriver) template(s *compute.Service, j *job.Job, c vmpool.Config, 
 			props.ServiceAccounts = []*compute.ServiceAccount{{Email: sa, Scopes: []string{Scope}}}
 		}
 	}
-	return keyed{"template", d.resource(s, j, "template", "instance template "+tname,
+	return keyed{"template " + tname, d.resource(s, j, "template "+tname, "instance template "+tname,
 		func(ctx context.Context) (string, error) {
 			v, err := s.InstanceTemplates.Get(d.C.ProjectID, tname).Context(ctx).Do()
 			if err != nil {
@@ -279,7 +278,8 @@ func (d VMPoolDriver) EnsureLaunchTemplate(ctx context.Context, j *job.Job, c vm
 	if err != nil {
 		return vmpool.LaunchTemplate{}, err
 	}
-	t, err := d.template(s, j, c, n, sa)
+	tname, version := templateName(j, c)
+	t, err := d.template(s, j, tname, c, n, sa)
 	if err != nil {
 		return vmpool.LaunchTemplate{}, err
 	}
@@ -287,22 +287,31 @@ func (d VMPoolDriver) EnsureLaunchTemplate(ctx context.Context, j *job.Job, c vm
 	if err := d.awaitAll(ctx, "instance template of "+j.ID, false, rs...); err != nil {
 		return vmpool.LaunchTemplate{}, err
 	}
-	return vmpool.LaunchTemplate{ID: d.global("instanceTemplates", name(j, roleTemplate)), Version: 1, VMSecurityGroupID: vmTag(j)}, nil
+	return vmpool.LaunchTemplate{ID: d.global("instanceTemplates", tname), Version: version, VMSecurityGroupID: vmTag(j)}, nil
 }
 
-// DeleteLaunchTemplate implements vmpool.Driver: the template, then the firewall rules.
+// DeleteLaunchTemplate implements vmpool.Driver: every template of the job (each template
+// change made one), then the firewall rules.
 func (d VMPoolDriver) DeleteLaunchTemplate(ctx context.Context, j *job.Job) error {
 	s, err := d.C.computeService(ctx)
 	if err != nil {
 		return err
 	}
 	c, _ := vmpool.DecodeConfig(j.Config)
-	t, err := d.template(s, j, vmpool.Config{}, vmpool.Network{}, "")
+	names, err := d.jobTemplates(ctx, s, j)
 	if err != nil {
 		return err
 	}
-	rs := append([]keyed{t}, d.firewalls(s, j, c, "")...)
-	return d.awaitAll(ctx, "deleting the instance template of "+j.ID, true, rs...)
+	var rs []keyed
+	for _, n := range names {
+		t, err := d.template(s, j, n, vmpool.Config{}, vmpool.Network{}, "")
+		if err != nil {
+			return err
+		}
+		rs = append(rs, t)
+	}
+	rs = append(rs, d.firewalls(s, j, c, "")...)
+	return d.awaitAll(ctx, "deleting the instance templates of "+j.ID, true, rs...)
 }
 
 // vmID is how a VM is recorded: its zone and name, which every instance call needs.
@@ -369,34 +378,29 @@ func (d VMPoolDriver) mig(s *compute.Service, j *job.Job, c vmpool.Config, tmpl 
 				return v.Description, nil
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.RegionAutoscalers.Insert(p, region, &compute.Autoscaler{Name: aname, Description: description(j, "autoscaler"),
-					Target: migLink, AutoscalingPolicy: autoscaling(c.Min, c.Max)}).RequestId(rid).Context(ctx).Do()
+					Target: migLink, AutoscalingPolicy: autoscaling(c.Min, c.Max, c.ScalingPolicy.CPU())}).RequestId(rid).Context(ctx).Do()
 			}, func(ctx context.Context, rid string) (*compute.Operation, error) {
 				return s.RegionAutoscalers.Delete(p, region, aname).RequestId(rid).Context(ctx).Do()
 			})},
 	}
 }
 
-// autoscaling is a pool's autoscaling policy: between min and max, on CPU.
-func autoscaling(min, max int32) *compute.AutoscalingPolicy {
+// defaultCPUTarget is the CPU utilization a pool without a scalingPolicy is scaled on.
+const defaultCPUTarget = 0.6
+
+// autoscaling is a pool's autoscaling policy: between min and max, keeping the group's
+// average CPU at targetCPU percent (0: defaultCPUTarget).
+func autoscaling(min, max int32, targetCPU float64) *compute.AutoscalingPolicy {
+	target := defaultCPUTarget
+	if targetCPU > 0 {
+		target = targetCPU / 100
+	}
 	return &compute.AutoscalingPolicy{MinNumReplicas: int64(min), MaxNumReplicas: int64(max), CoolDownPeriodSec: 90,
-		CpuUtilization: &compute.AutoscalingPolicyCpuUtilization{UtilizationTarget: 0.6}, ForceSendFields: []string{"MinNumReplicas"}}
+		CpuUtilization: &compute.AutoscalingPolicyCpuUtilization{UtilizationTarget: target}, ForceSendFields: []string{"MinNumReplicas"}}
 }
 
 func (d VMPoolDriver) instance(s *compute.Service, j *job.Job, i int, tmpl string) keyed {
-	p, zone, iname := d.C.ProjectID, d.C.Zone(), fmt.Sprintf("%s-%d", name(j, roleVMs), i)
-	return keyed{"vm " + iname, d.resource(s, j, "vm "+iname, "instance "+iname,
-		func(ctx context.Context) (string, error) {
-			v, err := s.Instances.Get(p, zone, iname).Context(ctx).Do()
-			if err != nil {
-				return "", err
-			}
-			return v.Description, nil
-		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
-			return s.Instances.Insert(p, zone, &compute.Instance{Name: iname, Description: description(j, roleVMs)}).
-				SourceInstanceTemplate(selfLink(tmpl)).RequestId(rid).Context(ctx).Do()
-		}, func(ctx context.Context, rid string) (*compute.Operation, error) {
-			return s.Instances.Delete(p, zone, iname).RequestId(rid).Context(ctx).Do()
-		})}
+	return d.instanceNamed(s, j, fmt.Sprintf("%s-%d", name(j, roleVMs), i), tmpl)
 }
 
 // EnsureVMs implements vmpool.Driver: desired instances from the template in the region's
@@ -415,27 +419,35 @@ func (d VMPoolDriver) EnsureVMs(ctx context.Context, j *job.Job, c vmpool.Config
 		}
 		return d.migVMs(ctx, s, j)
 	}
-	var rs []keyed
-	for i := range int(c.Desired) {
-		rs = append(rs, d.instance(s, j, i, lt.ID))
+	// A slot holds whatever instance it has, whichever template it was made from (a roll
+	// replaces it); an empty slot gets an instance from the template. Each on its own: one
+	// still being made does not hold back the others' inserts.
+	bySlot, err := d.poolInstances(ctx, s, j)
+	if err != nil {
+		return nil, err
 	}
-	// Each instance on its own: one still being made does not hold back the others'
-	// inserts.
-	var out []vmpool.VM
-	for _, r := range rs {
+	made := false
+	for i := range int(c.Desired) {
+		if len(bySlot[i]) > 0 {
+			continue
+		}
+		r := d.instance(s, j, i, lt.ID)
 		if _, err := d.C.converge(ctx, Ops{}, r.key, r.r); err != nil {
 			return nil, err
 		}
+		made = true
 	}
+	if made {
+		if bySlot, err = d.poolInstances(ctx, s, j); err != nil {
+			return nil, err
+		}
+	}
+	var out []vmpool.VM
 	for i := range int(c.Desired) {
-		inst, err := s.Instances.Get(d.C.ProjectID, d.C.Zone(), fmt.Sprintf("%s-%d", name(j, roleVMs), i)).Context(ctx).Do()
-		if notFound(err) {
-			continue
+		if l := bySlot[i]; len(l) > 0 {
+			// The newest of a slot mid-roll: the one on the template named last.
+			out = append(out, d.vmOf(l[len(l)-1]))
 		}
-		if err != nil {
-			return nil, d.C.Classify(err)
-		}
-		out = append(out, d.vmOf(inst))
 	}
 	return out, nil
 }
@@ -539,19 +551,29 @@ func (d VMPoolDriver) DeleteVMs(ctx context.Context, j *job.Job) (bool, error) {
 	if gone, err := d.removeAll(ctx, mig[1], mig[0]); err != nil || !gone {
 		return false, err
 	}
+	// Every instance of the job's fixed pool, whatever its slot or template.
+	bySlot, err := d.poolInstances(ctx, s, j)
+	if err != nil {
+		return false, err
+	}
 	all := true
-	for i := range int(max(c.Max, c.Desired)) {
-		gone, err := d.C.remove(ctx, Ops{}, "vm", d.instance(s, j, i, "").r)
-		if err != nil {
-			return false, err
+	for _, l := range bySlot {
+		for _, in := range l {
+			r := d.instanceNamed(s, j, in.Name, "")
+			gone, err := d.C.remove(ctx, Ops{}, r.key, r.r)
+			if err != nil {
+				return false, err
+			}
+			all = all && gone
 		}
-		all = all && gone
 	}
 	return all, nil
 }
 
-// Resize implements vmpool.Driver for managed pools: the group's size and the autoscaler's
-// bounds.
+// Resize implements vmpool.Driver for managed pools: the autoscaler's bounds and CPU target
+// (the config's scalingPolicy), and the group's size. Each is read first and changed only
+// when it differs, under a requestId naming the change and the state it changes, so a call
+// after a crash sends nothing twice and a later change back to an earlier size is sent anew.
 func (d VMPoolDriver) Resize(ctx context.Context, j *job.Job, min, max, desired int32) error {
 	c, _ := vmpool.DecodeConfig(j.Config)
 	if c.Mode != "asg" {
@@ -562,21 +584,45 @@ func (d VMPoolDriver) Resize(ctx context.Context, j *job.Job, min, max, desired 
 	if err != nil {
 		return err
 	}
-	p, region := d.C.ProjectID, d.C.Region
-	op, err := s.RegionAutoscalers.Patch(p, region, &compute.Autoscaler{Name: name(j, roleMIG), AutoscalingPolicy: autoscaling(min, max)}).
-		Autoscaler(name(j, roleMIG)).RequestId(requestID(j, fmt.Sprintf("autoscaler %d-%d", min, max))).Context(ctx).Do()
-	if err == nil {
-		_, err = startCompute(op, nil)
-	}
+	p, region, n := d.C.ProjectID, d.C.Region, name(j, roleMIG)
+	want := autoscaling(min, max, c.ScalingPolicy.CPU())
+	as, err := s.RegionAutoscalers.Get(p, region, n).Context(ctx).Do()
 	if err != nil {
 		return d.C.Classify(err)
 	}
-	op, err = s.RegionInstanceGroupManagers.Resize(p, region, name(j, roleMIG), int64(desired)).
-		RequestId(requestID(j, fmt.Sprintf("resize %d", desired))).Context(ctx).Do()
-	if err == nil {
-		_, err = startCompute(op, nil)
+	if have := as.AutoscalingPolicy; have == nil || have.MinNumReplicas != want.MinNumReplicas || have.MaxNumReplicas != want.MaxNumReplicas ||
+		have.CpuUtilization == nil || have.CpuUtilization.UtilizationTarget != want.CpuUtilization.UtilizationTarget {
+		key := fmt.Sprintf("autoscaler %d-%d cpu %v from %s", min, max, want.CpuUtilization.UtilizationTarget, policyKey(have))
+		if _, err := sendOnce(ctx, j, key, func(ctx context.Context, rid string) (*compute.Operation, error) {
+			return s.RegionAutoscalers.Patch(p, region, &compute.Autoscaler{Name: n, AutoscalingPolicy: want}).
+				Autoscaler(n).RequestId(rid).Context(ctx).Do()
+		}); err != nil {
+			return d.C.Classify(err)
+		}
 	}
+	mig, err := s.RegionInstanceGroupManagers.Get(p, region, n).Context(ctx).Do()
+	if err != nil {
+		return d.C.Classify(err)
+	}
+	if mig.TargetSize == int64(desired) {
+		return nil
+	}
+	_, err = sendOnce(ctx, j, fmt.Sprintf("resize %d from %d %s", desired, mig.TargetSize, mig.Fingerprint), func(ctx context.Context, rid string) (*compute.Operation, error) {
+		return s.RegionInstanceGroupManagers.Resize(p, region, n, int64(desired)).RequestId(rid).Context(ctx).Do()
+	})
 	return d.C.Classify(err)
+}
+
+// policyKey is an autoscaling policy as a requestId key's part.
+func policyKey(p *compute.AutoscalingPolicy) string {
+	if p == nil {
+		return "none"
+	}
+	cpu := 0.0
+	if p.CpuUtilization != nil {
+		cpu = p.CpuUtilization.UtilizationTarget
+	}
+	return fmt.Sprintf("%d-%d cpu %v", p.MinNumReplicas, p.MaxNumReplicas, cpu)
 }
 
 // The load balancer: a global external Application Load Balancer.

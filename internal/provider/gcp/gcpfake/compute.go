@@ -33,6 +33,9 @@ type ComputeCollection struct {
 	InUse func(c *Cloud, self Resource) string
 	// Gone runs when a delete is done (under the lock), for what goes with the resource.
 	Gone func(c *Cloud, self Resource)
+	// Read runs (under the lock) before a read of the resource answers: what Google does
+	// by itself as time passes (a managed group's rolling update), one step per read.
+	Read func(c *Cloud, self *Resource)
 }
 
 // ComputePath is the path pattern of a collection under a scope.
@@ -109,6 +112,8 @@ func (c *Cloud) computePatch(w http.ResponseWriter, r *http.Request, k ComputeCo
 		for f, v := range in {
 			stored.Body[f] = v
 		}
+		// Every change gives the resource a new fingerprint, as Google's do.
+		stored.Body["fingerprint"] = fmt.Sprintf("fp%d", c.next())
 		return nil, nil
 	})
 }
@@ -120,6 +125,13 @@ func (c *Cloud) ComputeGet(w http.ResponseWriter, r *http.Request, k ComputeColl
 		return Resource{}, false
 	}
 	full := c.computeParent(r, k.Scope) + "/" + k.Name + "/" + r.PathValue("name")
+	if k.Read != nil {
+		c.mu.Lock()
+		if stored, ok := c.resources[HostCompute+" "+full]; ok && !stored.Pending {
+			k.Read(c, stored)
+		}
+		c.mu.Unlock()
+	}
 	res, ok := c.Lookup(HostCompute, full)
 	if !ok || res.Pending {
 		WriteError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("The resource '%s' was not found", full), "notFound")

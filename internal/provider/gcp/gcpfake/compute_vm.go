@@ -3,6 +3,7 @@ package gcpfake
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -99,7 +100,7 @@ func registerComputeVMs(c *Cloud) {
 		var out []map[string]any
 		for _, inst := range c.migInstances(mig) {
 			out = append(out, map[string]any{"instance": SelfLinkBase + inst.Name, "instanceStatus": inst.Body["status"],
-				"currentAction": "NONE", "name": inst.Body["name"]})
+				"currentAction": "NONE", "name": inst.Body["name"], "version": map[string]any{"instanceTemplate": inst.Body["sourceInstanceTemplate"]}})
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"managedInstances": out})
 	})
@@ -122,6 +123,7 @@ func registerComputeVMs(c *Cloud) {
 				return nil, &Status{Code: 5, Message: "gone", Reason: "RESOURCE_NOT_FOUND"}
 			}
 			m.Body["targetSize"] = size
+			m.Body["fingerprint"] = fmt.Sprintf("fp%d", c.next())
 			c.reconcileMIG(m)
 			return nil, nil
 		})
@@ -131,6 +133,7 @@ func registerComputeVMs(c *Cloud) {
 		r.SetPathValue("name", r.URL.Query().Get("autoscaler"))
 		c.computePatch(w, r, Autoscalers)
 	})
+	c.Handle(HostCompute, "POST "+ComputePath("global")+"backendServices/{name}/getHealth", c.backendHealth)
 	c.Handle(HostCompute, "POST "+ComputePath("zones")+"instanceGroups/{name}/addInstances", func(w http.ResponseWriter, r *http.Request) {
 		c.groupMembers(w, r, true)
 	})
@@ -300,6 +303,12 @@ func (c *Cloud) bootInstance(self *Resource) {
 				}
 			}
 		}
+		// Compute Engine notes the template an instance was made from in its metadata
+		// (instance-template), on a copy of the template's metadata.
+		md, _ := self.Body["metadata"].(map[string]any)
+		items, _ := md["items"].([]any)
+		items = append(append([]any(nil), items...), map[string]any{"key": "instance-template", "value": strings.TrimPrefix(src, SelfLinkBase)})
+		self.Body["metadata"] = map[string]any{"kind": "compute#metadata", "items": items}
 	}
 	self.Body["status"] = "RUNNING"
 	nics, _ := self.Body["networkInterfaces"].([]any)
@@ -328,9 +337,10 @@ var InstanceGroupManagers = ComputeCollection{Scope: "regions", Name: "instanceG
 	Done: func(c *Cloud, self *Resource) {
 		region := self.Name[:strings.Index(self.Name, "/instanceGroupManagers/")]
 		self.Body["instanceGroup"] = SelfLinkBase + region + "/instanceGroups/" + fmt.Sprint(self.Body["name"])
-		self.Body["status"] = map[string]any{"isStable": true}
+		self.Body["fingerprint"] = fmt.Sprintf("fp%d", c.next())
 		c.reconcileMIG(self)
 	},
+	Read:  func(c *Cloud, self *Resource) { c.rollMIG(self) },
 	InUse: func(c *Cloud, self Resource) string { return c.referrer(self, "target") },
 	Gone: func(c *Cloud, self Resource) {
 		for k, r := range c.resources {
@@ -341,31 +351,148 @@ var InstanceGroupManagers = ComputeCollection{Scope: "regions", Name: "instanceG
 	},
 }
 
-// reconcileMIG makes a group's instances match its targetSize; the lock is held.
+// reconcileMIG makes a group's instances match its targetSize, new ones from its template;
+// the lock is held.
 func (c *Cloud) reconcileMIG(mig *Resource) {
+	have := c.migMembers(mig)
+	want := toInt(mig.Body["targetSize"])
+	for i := len(have); i < want; i++ {
+		c.migInstance(mig, i)
+	}
+	for i := want; i < len(have); i++ {
+		delete(c.resources, HostCompute+" "+have[i].Name)
+	}
+	c.migStatus(mig)
+}
+
+// migMembers are a group's instances, by name; the lock is held.
+func (c *Cloud) migMembers(mig *Resource) []*Resource {
 	var have []*Resource
 	for _, r := range c.resources {
 		if r.Kind == "compute#instance" && r.Body["x-createdBy"] == mig.Name {
 			have = append(have, r)
 		}
 	}
-	want := toInt(mig.Body["targetSize"])
+	sort.Slice(have, func(a, b int) bool { return have[a].Name < have[b].Name })
+	return have
+}
+
+// migInstance makes one instance of the group from its template, in the i-th of the
+// region's zones; the lock is held.
+func (c *Cloud) migInstance(mig *Resource, i int) {
 	project := strings.SplitN(mig.Name, "/", 3)[1]
 	region := regionOfName(mig.Name)
-	for i := len(have); i < want; i++ {
-		zone := region + "-" + string(rune('b'+i%3))
-		n := fmt.Sprintf("%s-%04x", mig.Body["baseInstanceName"], c.next())
-		full := "projects/" + project + "/zones/" + zone + "/instances/" + n
-		inst := &Resource{Service: HostCompute, Kind: "compute#instance", Name: full, Body: map[string]any{
-			"kind": "compute#instance", "name": n, "selfLink": SelfLinkBase + full, "zone": SelfLinkBase + "projects/" + project + "/zones/" + zone,
-			"sourceInstanceTemplate": mig.Body["instanceTemplate"], "x-createdBy": mig.Name, "id": fmt.Sprint(7000000000000000000 + c.next()),
-		}}
-		c.bootInstance(inst)
-		c.resources[HostCompute+" "+full] = inst
+	zone := region + "-" + string(rune('b'+i%3))
+	n := fmt.Sprintf("%s-%04x", mig.Body["baseInstanceName"], c.next())
+	full := "projects/" + project + "/zones/" + zone + "/instances/" + n
+	inst := &Resource{Service: HostCompute, Kind: "compute#instance", Name: full, Body: map[string]any{
+		"kind": "compute#instance", "name": n, "selfLink": SelfLinkBase + full, "zone": SelfLinkBase + "projects/" + project + "/zones/" + zone,
+		"sourceInstanceTemplate": mig.Body["instanceTemplate"], "x-createdBy": mig.Name, "id": fmt.Sprint(7000000000000000000 + c.next()),
+	}}
+	c.bootInstance(inst)
+	c.resources[HostCompute+" "+full] = inst
+}
+
+// rollMIG is one step of a group's proactive rolling update, taken on each read of the group
+// (time passing): while instances are on another template than the group's, one instance on
+// the group's template is surged above the target size, then one old instance is deleted,
+// so the group never runs fewer than its target size. status.versionTarget.isReached is set
+// once every instance is on the template, status.isStable once the group is also at its
+// size. An OPPORTUNISTIC group leaves its instances as they are. The lock is held.
+func (c *Cloud) rollMIG(mig *Resource) {
+	policy, _ := mig.Body["updatePolicy"].(map[string]any)
+	if policy["type"] != "OPPORTUNISTIC" {
+		have := c.migMembers(mig)
+		var olds []*Resource
+		for _, in := range have {
+			if !sameTemplate(in.Body["sourceInstanceTemplate"], mig.Body["instanceTemplate"]) {
+				olds = append(olds, in)
+			}
+		}
+		switch want := toInt(mig.Body["targetSize"]); {
+		case len(olds) == 0:
+		case len(have) <= want:
+			c.migInstance(mig, len(have))
+		default:
+			delete(c.resources, HostCompute+" "+olds[0].Name)
+		}
 	}
-	for i := want; i < len(have); i++ {
-		delete(c.resources, HostCompute+" "+have[i].Name)
+	c.migStatus(mig)
+}
+
+// migStatus sets a group's status from its instances; the lock is held.
+func (c *Cloud) migStatus(mig *Resource) {
+	have := c.migMembers(mig)
+	reached := true
+	for _, in := range have {
+		reached = reached && sameTemplate(in.Body["sourceInstanceTemplate"], mig.Body["instanceTemplate"])
 	}
+	mig.Body["status"] = map[string]any{"isStable": reached && len(have) == toInt(mig.Body["targetSize"]),
+		"versionTarget": map[string]any{"isReached": reached}}
+}
+
+func sameTemplate(a, b any) bool {
+	as, _ := a.(string)
+	bs, _ := b.(string)
+	return strings.TrimPrefix(as, SelfLinkBase) == strings.TrimPrefix(bs, SelfLinkBase)
+}
+
+// backendHealth is backendServices.getHealth: the health of each instance of a group the
+// service sends to. There is no traffic to check, so a RUNNING instance is HEALTHY and any
+// other UNHEALTHY; a group the service does not send to is refused, as Google refuses it.
+func (c *Cloud) backendHealth(w http.ResponseWriter, r *http.Request) {
+	bs, ok := c.ComputeGet(w, r, BackendServices)
+	if !ok {
+		return
+	}
+	var in struct {
+		Group string `json:"group"`
+	}
+	if !ReadJSON(w, r, &in) {
+		return
+	}
+	group := strings.TrimPrefix(in.Group, SelfLinkBase)
+	backends, _ := bs.Body["backends"].([]any)
+	found := false
+	for _, b := range backends {
+		m, _ := b.(map[string]any)
+		found = found || sameTemplate(m["group"], group)
+	}
+	if !found {
+		WriteError(w, http.StatusBadRequest, "INVALID_ARGUMENT",
+			fmt.Sprintf("Invalid value for field 'resource.group': '%s'. Instance group not found in the backend service.", in.Group), "invalid")
+		return
+	}
+	var members []Resource
+	if mig, ok := c.Lookup(HostCompute, strings.Replace(group, "/instanceGroups/", "/instanceGroupManagers/", 1)); ok && strings.Contains(group, "/regions/") {
+		members = c.migInstances(mig)
+	} else if g, ok := c.Lookup(HostCompute, group); ok {
+		list, _ := g.Body["x-instances"].([]any)
+		for _, m := range list {
+			if inst, ok := c.Lookup(HostCompute, strings.TrimPrefix(fmt.Sprint(m), SelfLinkBase)); ok {
+				members = append(members, inst)
+			}
+		}
+	}
+	var out []map[string]any
+	for _, m := range members {
+		state := "UNHEALTHY"
+		if m.Body["status"] == "RUNNING" {
+			state = "HEALTHY"
+		}
+		h := map[string]any{"instance": SelfLinkBase + m.Name, "healthState": state, "port": 80}
+		if nics, _ := m.Body["networkInterfaces"].([]any); len(nics) > 0 {
+			if nic, ok := nics[0].(map[string]any); ok {
+				h["ipAddress"] = nic["networkIP"]
+			}
+		}
+		out = append(out, h)
+	}
+	res := map[string]any{"kind": "compute#backendServiceGroupHealth"}
+	if len(out) > 0 {
+		res["healthStatus"] = out
+	}
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (c *Cloud) migInstances(mig Resource) []Resource {

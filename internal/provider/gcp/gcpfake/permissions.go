@@ -37,6 +37,8 @@ var permissions = []permission{
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/instanceGroupManagers/`+seg+`/listManagedInstances`, "compute.instanceGroupManagers.get"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/instanceGroupManagers/`+seg+`/resize`, "compute.instanceGroupManagers.update"),
 	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/zones/`+seg+`/instanceGroups/`+seg+`/(addInstances|removeInstances)`, "compute.instanceGroups.update"),
+	// Reading a backend service's health is reading the service.
+	p(HostCompute, http.MethodPost, `/compute/v1/projects/`+seg+`/global/backendServices/`+seg+`/getHealth`, "compute.backendServices.get"),
 	// An autoscaler's patch names it in a query parameter, not the path.
 	p(HostCompute, http.MethodPatch, `/compute/v1/projects/`+seg+`/(regions|zones)/`+seg+`/autoscalers`, "compute.autoscalers.update"),
 	// Global forwarding rules are a collection of their own in IAM.
