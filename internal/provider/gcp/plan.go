@@ -389,8 +389,10 @@ func vmPoolOpOps(j *job.Job, c vmpool.Config) []string {
 			ops = append(ops, "compute.backendServices.get")
 		}
 		if c.Mode == "asg" {
-			// Google replaces the group's instances itself, as its service agent.
-			return append(ops, "compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.instances.get", "compute.instances.list")
+			// Google replaces the group's instances itself, as its service agent; the roll
+			// reads the group, its autoscaler and instances once it is over.
+			return append(ops, "compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update", "compute.autoscalers.get",
+				"compute.instances.get", "compute.instances.list")
 		}
 		ops = append(ops, "compute.instances.get", "compute.instances.list", "compute.instances.create", "compute.instances.delete",
 			"compute.disks.create", "compute.subnetworks.use", "compute.instances.setMetadata", "compute.instances.setTags",

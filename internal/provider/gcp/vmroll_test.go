@@ -273,3 +273,45 @@ func toFloat(v any) float64 {
 	f, _ := v.(float64)
 	return f
 }
+
+// What a roll and a resize call is in the plan of the steps they re-run, once the config
+// names the operation (vmOp): the finalize step of a pool being created plans none of it.
+func TestPlanListsPoolUpdates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, config, next string
+	}{
+		{"fixed roll", `{"name":"web","instanceType":"e2-small","min":2,"max":2,"createLoadBalancer":true,"listenerPorts":[80]}`,
+			`{"name":"web","instanceType":"e2-medium","min":2,"max":2,"createLoadBalancer":true,"listenerPorts":[80]}`},
+		{"asg roll", `{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2,"createLoadBalancer":true,"listenerPorts":[80]}`,
+			`{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2,"createLoadBalancer":true,"listenerPorts":[80],"bare":true}`},
+		{"asg resize", `{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2}`,
+			`{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":5,"desired":3,"scalingPolicy":{"targetCPU":70}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			_, cloud := testClient(t)
+			j := createPool(ctx, t, cloud, "job_planupd"+strings.ReplaceAll(tc.name, " ", ""), tc.config)
+			if ops := StepPlan(j, vmpool.StepFinalize, PlanAccount{}).Operations; len(ops) != 0 {
+				t.Fatalf("the finalize step of a pool being made plans %v", ops)
+			}
+			plan := applyUpdate(t, cloud, j, tc.next)
+			var planned []string
+			for _, s := range plan.Rerun {
+				planned = append(planned, StepPlan(j, s, PlanAccount{}).Operations...)
+			}
+			mark := cloud.Mark()
+			runPending(ctx, t, cloud, j, nil)
+			seen := cloud.PermissionsSince(mark)
+			if len(seen) == 0 {
+				t.Fatal("the update called nothing")
+			}
+			for _, pm := range seen {
+				if !slices.Contains(planned, pm) {
+					t.Errorf("%s needed by the update but not in the plan of %v", pm, plan.Rerun)
+				}
+			}
+		})
+	}
+}
