@@ -128,6 +128,7 @@ func TestVMPoolRollFixedBehindTheLoadBalancer(t *testing.T) {
 	if len(oldTemplates) != 1 || len(oldInstances) != 3 {
 		t.Fatalf("the pool was made with templates %v and instances %v", oldTemplates, oldInstances)
 	}
+	mark := len(cloud.Made())
 	plan := applyUpdate(t, cloud, j, strings.Replace(before, "e2-small", "e2-medium", 1))
 	if !slices.Equal(plan.Rerun, []string{vmpool.StepLaunchTemplate, vmpool.StepFinalize}) {
 		t.Fatalf("re-runs %v", plan.Rerun)
@@ -185,6 +186,18 @@ func TestVMPoolRollFixedBehindTheLoadBalancer(t *testing.T) {
 	}
 	if len(instancesSeen) != 6 {
 		t.Fatalf("instances seen during the roll %v, want the three old and three new", instancesSeen)
+	}
+	made := map[string]int{}
+	for _, full := range cloud.Made()[mark:] {
+		made[lastSegment(full)]++
+	}
+	if len(made) != 4 || made[want] != 1 {
+		t.Fatalf("the roll made %v, want the template and three instances, each once", made)
+	}
+	for n, k := range made {
+		if k != 1 || n != want && instances[n] != want {
+			t.Errorf("the roll made %s %d times (or it is not the pool's now)", n, k)
+		}
 	}
 	h, err := d.groupHealth(ctx, s, j, group)
 	if err != nil {

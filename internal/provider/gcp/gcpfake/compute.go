@@ -140,6 +140,15 @@ func (c *Cloud) ComputeGet(w http.ResponseWriter, r *http.Request, k ComputeColl
 	return res, true
 }
 
+// Made are the compute resources whose insert finished, by full name, in order, each time
+// one was made (a name made, deleted and made again is there twice): a test counts what a
+// job made across crashes and re-sent calls with it.
+func (c *Cloud) Made() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.made...)
+}
+
 // ComputeOp answers op in compute's shape (compute#operation).
 func (c *Cloud) ComputeOp(w http.ResponseWriter, op Op) { WriteJSON(w, http.StatusOK, computeOp(op)) }
 
@@ -217,6 +226,7 @@ func (c *Cloud) computeInsert(w http.ResponseWriter, r *http.Request, k ComputeC
 			return nil, &Status{Code: 10, Message: "deleted while being created", Reason: "RESOURCE_NOT_READY"}
 		}
 		res.Pending = false
+		c.made = append(c.made, full)
 		if k.Done != nil {
 			k.Done(c, res)
 		}

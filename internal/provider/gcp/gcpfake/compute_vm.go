@@ -391,6 +391,7 @@ func (c *Cloud) migInstance(mig *Resource, i int) {
 	}}
 	c.bootInstance(inst)
 	c.resources[HostCompute+" "+full] = inst
+	c.made = append(c.made, full)
 }
 
 // rollMIG is one step of a group's proactive rolling update, taken on each read of the group

@@ -93,6 +93,7 @@ type Cloud struct {
 	seq       int
 	noBoot    map[string]bool
 	serial    map[string]string // console output a test set, by instance name
+	made      []string          // compute resources made, in order, by full name (Made)
 	// Ticks is how many requests to its service an operation takes to finish (default 3):
 	// the first answer says PENDING, then RUNNING, then DONE.
 	ticks int
