@@ -132,6 +132,9 @@ func (p *Pipeline) finalize(j *job.Job) pipeline.Step {
 	if cfg.VMOp == OpRoll {
 		return pipeline.Step{Name: StepFinalize, Do: p.roll}
 	}
+	if cfg.VMOp == opHealthCheck {
+		return pipeline.Step{Name: StepFinalize, Do: p.healthCheck}
+	}
 	return pipeline.Step{Name: StepFinalize, Do: func(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
 		if cfg.VMOp == opResize {
 			c, err := DecodeConfig(r.Job.Config)

@@ -18,9 +18,10 @@ type poolField struct {
 	field string
 	get   func(Config) any
 	// template fields reach the instances through a new launch template version and a roll;
-	// size fields through an in-place resize of the ASG.
-	template, size bool
-	fixed          string
+	// size fields through an in-place resize of the ASG; health fields through the driver's
+	// HealthChecker, where it has one.
+	template, size, health bool
+	fixed                  string
 }
 
 var poolFields = []poolField{
@@ -41,8 +42,9 @@ var poolFields = []poolField{
 	{field: "domain", get: func(c Config) any { return c.Domain }, fixed: "the pool's DNS name is set when it is made"},
 	{field: "zoneID", get: func(c Config) any { return c.ZoneID }, fixed: "the pool's DNS zone is set when it is made"},
 	{field: "certificateArn", get: func(c Config) any { return c.CertificateARN }, fixed: "the listener's certificate is set when the pool is made"},
-	{field: "healthCheckPath", get: func(c Config) any { return c.HealthCheckPath }, fixed: "the target group's health check is set when the pool is made"},
-	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort }, fixed: "the target group's health check is set when the pool is made"},
+	{field: "healthCheckPath", get: func(c Config) any { return c.HealthCheckPath }, health: true},
+	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort },
+		fixed: "it is the pool's serving port too (the load balancer's backend port and the firewall rule), set when the pool is made"},
 	{field: "bootstrapTimeoutMinutes", get: func(c Config) any { return c.BootstrapTimeoutMinutes },
 		fixed: "it applies to the pool's first bootstrap; a roll waits for each new instance as the pool did"},
 	{field: "waitForBootstrap", get: func(c Config) any { return c.WaitForBootstrap == nil || *c.WaitForBootstrap },
@@ -58,7 +60,7 @@ func (p *Pipeline) ConfigState() []string { return []string{configVMOp} }
 // every instance, capacity kept healthy (PlanRoll); a size or scaling policy change of an ASG
 // pool is patched in place (PlanResize). The two go as separate updates, so that a roll
 // never races its group's sizes. Other fields are refused by name.
-func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
+func (p *Pipeline) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
 	cur, err := DecodeConfig(j.Config)
 	if err != nil {
 		return nil, validation.New("config", "stored", "the job's stored config cannot be read: "+err.Error())
@@ -72,7 +74,7 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 	}
 	var (
 		refused                  validation.Error
-		template, size           []pipeline.FieldChange
+		template, size, health   []pipeline.FieldChange
 		templateField, sizeField string
 	)
 	for _, f := range poolFields {
@@ -86,6 +88,8 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "immutable", Message: f.fixed})
 		case f.template:
 			template, templateField = append(template, c), f.field
+		case f.health:
+			health = append(health, c)
 		case f.size:
 			if cur.Mode != "asg" {
 				refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "mode",
@@ -98,6 +102,15 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 	if len(template) > 0 && len(size) > 0 {
 		refused = append(refused, validation.FieldError{Field: "config." + sizeField, Rule: "separate",
 			Message: "change " + templateField + " and the pool's size in separate updates: a roll keeps the size it starts with"})
+	}
+	if len(health) > 0 {
+		fe, err := p.healthRefusal(ctx, j, cur, len(template)+len(size) > 0)
+		if err != nil {
+			return nil, err
+		}
+		if fe != nil {
+			refused = append(refused, *fe)
+		}
 	}
 	if len(refused) > 0 {
 		return nil, refused
@@ -116,6 +129,18 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			{Resource: "instances/" + cur.Name, Action: pipeline.ActionReplace, Changes: template,
 				Disruption: "rolling: one instance at a time, a new one healthy before an old one goes"},
 		}
+	case len(health) > 0:
+		config, err := withConfig(&job.Job{Config: req.Config}, func(cfg map[string]any) { cfg[configVMOp] = opHealthCheck })
+		if err != nil {
+			return nil, err
+		}
+		steps, err := reopenFinalize(j, "config", "health check path "+next.HealthCheckPath)
+		if err != nil {
+			return nil, err
+		}
+		out.Config, out.Steps, out.Rerun = config, steps, []string{StepFinalize}
+		out.Resources = []pipeline.ResourceChange{{Resource: "health-check/" + cur.Name, Action: pipeline.ActionInPlace, Changes: health,
+			Disruption: "none: instances failing the new path leave the load balancer's rotation"}}
 	case len(size) > 0:
 		raw, err := withConfig(&job.Job{Config: req.Config}, func(cfg map[string]any) { cfg["mode"] = cur.Mode })
 		if err != nil {
@@ -130,4 +155,25 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			Disruption: "none; a smaller size ends instances"}}
 	}
 	return out, nil
+}
+
+// healthRefusal is why a health check change cannot go (nil when it can): the pool has no
+// load balancer, the job's driver cannot patch its check, or the update changes more.
+func (p *Pipeline) healthRefusal(ctx context.Context, j *job.Job, cur Config, more bool) (*validation.FieldError, error) {
+	const field = "config.healthCheckPath"
+	if !cur.CreateLoadBalancer {
+		return &validation.FieldError{Field: field, Rule: "immutable", Message: "the pool has no load balancer, so no health check to change"}, nil
+	}
+	d, err := p.load.Resolve(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := d.(HealthChecker); !ok {
+		return &validation.FieldError{Field: field, Rule: "provider",
+			Message: "provider " + j.Provider + " cannot change a live pool's health check in place; the check keeps the path the pool was made with"}, nil
+	}
+	if more {
+		return &validation.FieldError{Field: field, Rule: "separate", Message: "change the health check path in an update of its own"}, nil
+	}
+	return nil, nil
 }

@@ -375,7 +375,8 @@ func vmPoolPlan(j *job.Job, step string, res []plan.Resource, ops []string) ([]p
 
 // vmPoolOpOps are the permissions of the operation a live pool's finalize step carries out
 // (its config's vmOp): a roll onto the config's template, an asg pool's resize (the
-// autoscaler's bounds and CPU target, the group's size); none at creation.
+// autoscaler's bounds and CPU target, the group's size), a health check's new path; none at
+// creation.
 func vmPoolOpOps(j *job.Job, c vmpool.Config) []string {
 	var cfg struct {
 		VMOp string `json:"vmOp"`
@@ -401,6 +402,8 @@ func vmPoolOpOps(j *job.Job, c vmpool.Config) []string {
 			ops = append(ops, "compute.instanceGroups.update", "compute.instances.use")
 		}
 		return ops
+	case "health_check":
+		return []string{"compute.healthChecks.get", "compute.healthChecks.update", "compute.globalOperations.get"}
 	case "resize":
 		return []string{"compute.autoscalers.get", "compute.autoscalers.update", "compute.instanceGroupManagers.get", "compute.instanceGroupManagers.update"}
 	}

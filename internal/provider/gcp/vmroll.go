@@ -417,3 +417,42 @@ func migOn(mig *compute.InstanceGroupManager, tmpl string) bool {
 	}
 	return selfLink(mig.InstanceTemplate) == tmpl
 }
+
+var _ vmpool.HealthChecker = VMPoolDriver{}
+
+// SetHealthCheck implements vmpool.HealthChecker: the pool's health check gets the config's
+// request path (healthChecks.patch), once it differs; the request names the change and the
+// path it replaces, so a call after a crash sends nothing twice.
+func (d VMPoolDriver) SetHealthCheck(ctx context.Context, j *job.Job, c vmpool.Config) error {
+	s, err := d.C.computeService(ctx)
+	if err != nil {
+		return err
+	}
+	p, hc := d.C.ProjectID, name(j, roleHealth)
+	cur, err := s.HealthChecks.Get(p, hc).Context(ctx).Do()
+	if err != nil {
+		return d.C.Classify(err)
+	}
+	if cur.HttpHealthCheck != nil && cur.HttpHealthCheck.RequestPath == c.HealthCheckPath {
+		return nil
+	}
+	port := int64(c.HealthCheckPort)
+	from := ""
+	if cur.HttpHealthCheck != nil {
+		port, from = cur.HttpHealthCheck.Port, cur.HttpHealthCheck.RequestPath
+	}
+	op, err := sendOnce(ctx, j, "health check path "+c.HealthCheckPath+" from "+from, func(ctx context.Context, rid string) (*compute.Operation, error) {
+		return s.HealthChecks.Patch(p, hc, &compute.HealthCheck{Type: "HTTP",
+			HttpHealthCheck: &compute.HTTPHealthCheck{Port: port, RequestPath: c.HealthCheckPath}}).RequestId(rid).Context(ctx).Do()
+	})
+	if err != nil {
+		return d.C.Classify(err)
+	}
+	return d.C.await(ctx, "the health check of "+j.ID, func() (bool, error) {
+		done, failed, err := d.C.pollCompute(s)(ctx, op)
+		if err == nil {
+			err = failed
+		}
+		return done, d.C.Classify(err)
+	})
+}

@@ -298,6 +298,8 @@ func TestPlanListsPoolUpdates(t *testing.T) {
 			`{"name":"web","instanceType":"e2-medium","min":2,"max":2,"createLoadBalancer":true,"listenerPorts":[80]}`},
 		{"asg roll", `{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2,"createLoadBalancer":true,"listenerPorts":[80]}`,
 			`{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2,"createLoadBalancer":true,"listenerPorts":[80],"bare":true}`},
+		{"health check path", `{"name":"web","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80]}`,
+			`{"name":"web","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80],"healthCheckPath":"/ready"}`},
 		{"asg resize", `{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":3,"desired":2}`,
 			`{"name":"api","instanceType":"e2-small","mode":"asg","min":1,"max":5,"desired":3,"scalingPolicy":{"targetCPU":70}}`},
 	} {
@@ -326,5 +328,27 @@ func TestPlanListsPoolUpdates(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A health check path changed by a config update is patched on the pool's health check, in
+// place: the same check, its port kept, the new path.
+func TestVMPoolHealthCheckPathInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	_, cloud := testClient(t)
+	const before = `{"name":"web","instanceType":"e2-small","min":1,"max":1,"createLoadBalancer":true,"listenerPorts":[80],"healthCheckPort":8080}`
+	j := createPool(ctx, t, cloud, "job_hcpath", before)
+	hcName := "projects/" + gcpfake.Project + "/global/healthChecks/" + name(j, roleHealth)
+	old, _ := cloud.Lookup(gcpfake.HostCompute, hcName)
+	plan := applyUpdate(t, cloud, j, strings.Replace(before, `"healthCheckPort"`, `"healthCheckPath":"/ready","healthCheckPort"`, 1))
+	if !slices.Equal(plan.Rerun, []string{vmpool.StepFinalize}) {
+		t.Fatalf("re-runs %v", plan.Rerun)
+	}
+	runPending(ctx, t, cloud, j, nil)
+	hc, ok := cloud.Lookup(gcpfake.HostCompute, hcName)
+	check, _ := hc.Body["httpHealthCheck"].(map[string]any)
+	if !ok || hc.Body["id"] != old.Body["id"] || check["requestPath"] != "/ready" || toFloat(check["port"]) != 8080 {
+		t.Fatalf("health check after the update: %v (before: %v)", hc.Body, old.Body)
 	}
 }

@@ -1,0 +1,44 @@
+package vmpool
+
+import (
+	"context"
+	"errors"
+
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+)
+
+// opHealthCheck is the config's vmOp while a config update's health check change is pending;
+// it is the update's own, not a vmOp a user sends (CheckOp refuses it).
+const opHealthCheck = "health_check"
+
+// HealthChecker is what a Driver may also do: change the request path of a live pool's load
+// balancer health check in place (the config's healthCheckPath). A driver without it leaves
+// the health check as the pool was made with, and a config update refuses the change.
+type HealthChecker interface {
+	SetHealthCheck(ctx context.Context, j *job.Job, c Config) error
+}
+
+// healthCheck is finalize's Do for a health check change: the driver patches the check.
+func (p *Pipeline) healthCheck(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, err := DecodeConfig(r.Job.Config)
+	if err != nil {
+		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+	}
+	d, err := p.load.Resolve(ctx, r.Job)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	hc, ok := d.(HealthChecker)
+	if !ok {
+		return pipeline.Result{}, fault.UserAction(errors.New("this provider cannot change a live pool's health check"), "HealthCheckUnsupported",
+			"Set the health check path back to the pool's; make a new pool for another one.", "")
+	}
+	if err := hc.SetHealthCheck(ctx, r.Job, c); err != nil {
+		return pipeline.Result{}, err
+	}
+	res := pipeline.Done(nil)
+	res.Message = "health check path set to " + c.HealthCheckPath
+	return res, nil
+}
