@@ -248,7 +248,7 @@ func TestVMPoolRollManagedGroup(t *testing.T) {
 	pol, _ := mig.Body["updatePolicy"].(map[string]any)
 	surge, _ := pol["maxSurge"].(map[string]any)
 	unavailable, _ := pol["maxUnavailable"].(map[string]any)
-	if pol["type"] != "PROACTIVE" || toFloat(surge["fixed"]) < 1 || toFloat(unavailable["fixed"]) != 0 {
+	if _, sent := unavailable["fixed"]; pol["type"] != "PROACTIVE" || toFloat(surge["fixed"]) < 1 || !sent || toFloat(unavailable["fixed"]) != 0 {
 		t.Fatalf("update policy %v", pol)
 	}
 	templates, instances := poolState(cloud, j)
