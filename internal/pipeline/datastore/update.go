@@ -32,6 +32,9 @@ type ModifyParams struct {
 	// ApplyImmediately false leaves a disruptive change (the instance class) to the server's
 	// next maintenance window.
 	ApplyImmediately bool
+	// Ops are the cloud operations an earlier call of the same step started and the step
+	// recorded (ModifyResult.Ops); a provider that modifies in one call ignores them.
+	Ops map[string]string
 }
 
 // ModifyResult says what Modify sent.
@@ -40,6 +43,23 @@ type ModifyResult struct {
 	Changed []string
 	// Pending names those the cloud holds for the maintenance window.
 	Pending []string
+	// Waiting says the cloud is still applying a change (an operation of its own runs); the
+	// step records Ops and calls Modify again later, releasing its worker meanwhile.
+	Waiting bool
+	// Message says what is waited on.
+	Message string
+	// Ops are the operations in flight to record for the next call.
+	Ops map[string]string
+}
+
+// InfraServerUpdate is the infra key create_server records a server update's operations in
+// flight under while it waits on them (a cloud whose change is an operation, as Cloud SQL's
+// instances.patch); it is removed once the update is done.
+const InfraServerUpdate = "serverUpdate"
+
+// serverUpdate is what InfraServerUpdate holds.
+type serverUpdate struct {
+	Ops map[string]string `json:"ops,omitempty"`
 }
 
 // fieldRule is how an update treats one config field.
@@ -204,11 +224,26 @@ func (p *Pipeline) modifyServer(ctx context.Context, rn run, r *pipeline.Run) (p
 		return pipeline.Result{}, fault.UserAction(err, "UnsupportedUpdate", err.Error(), "")
 	}
 	immediately := rn.cfg.ApplyImmediately == nil || *rn.cfg.ApplyImmediately
-	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(), ApplyImmediately: immediately})
+	var inflight serverUpdate
+	if _, err := r.Infra(InfraServerUpdate, &inflight); err != nil {
+		return pipeline.Result{}, fault.System(err)
+	}
+	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(),
+		ApplyImmediately: immediately, Ops: inflight.Ops})
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	out := pipeline.Done(nil)
+	if res.Waiting {
+		msg := res.Message
+		if msg == "" {
+			msg = "waiting for the cloud to apply the server's new settings"
+		}
+		if len(res.Changed) > 0 {
+			msg = fmt.Sprintf("modified %v; %s", res.Changed, msg)
+		}
+		return pipeline.Wait(p.poll, msg, map[string]any{InfraServerUpdate: serverUpdate{Ops: res.Ops}}), nil
+	}
+	out := pipeline.Done(map[string]any{InfraServerUpdate: nil})
 	switch {
 	case len(res.Changed) == 0:
 		out.Message = "the server already has the config's settings"

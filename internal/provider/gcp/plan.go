@@ -190,10 +190,13 @@ func ownNetwork(j *job.Job, res []plan.Resource, ops []string, nat bool) ([]plan
 }
 
 // clusterMade reports whether j's infra holds its cluster already.
-func clusterMade(j *job.Job) bool {
+func clusterMade(j *job.Job) bool { return infraHas(j, kubernetes.InfraCluster) }
+
+// infraHas reports whether j's infra records key.
+func infraHas(j *job.Job, key string) bool {
 	var infra map[string]json.RawMessage
 	_ = json.Unmarshal(j.Infra, &infra)
-	c, ok := infra[kubernetes.InfraCluster]
+	c, ok := infra[key]
 	return ok && string(c) != "null"
 }
 
@@ -250,6 +253,11 @@ func datastorePlan(j *job.Job, step string, acc PlanAccount, res []plan.Resource
 		if sql {
 			create("google_sql_database_instance", (Placement{J: j}).sqlInstanceName(e))
 			ops = append(ops, crud("cloudsql.instances")...)
+			if infraHas(j, dspipe.InfraServer) {
+				// The server on record is changed in place by a config update
+				// (instances.patch, its operations listed first).
+				ops = append(ops, "cloudsql.instances.update")
+			}
 		} else {
 			create("google_redis_instance", name(j, roleRedis))
 			ops = append(ops, crud("redis.instances")...)

@@ -79,6 +79,7 @@ var permissions = []permission{
 	p("sqladmin.googleapis.com", http.MethodPatch, `/v1/projects/`+seg+`/instances/`+seg, "cloudsql.instances.update"),
 	p("sqladmin.googleapis.com", http.MethodDelete, `/v1/projects/`+seg+`/instances/`+seg, "cloudsql.instances.delete"),
 	p("sqladmin.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/operations/`+seg, "cloudsql.instances.get"),
+	p("sqladmin.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/operations`, "cloudsql.instances.get"),
 	p("sqladmin.googleapis.com", http.MethodPost, `/v1/projects/`+seg+`/instances/`+seg+`/users`, "cloudsql.users.create"),
 	p("sqladmin.googleapis.com", http.MethodPut, `/v1/projects/`+seg+`/instances/`+seg+`/users`, "cloudsql.users.update"),
 	p("sqladmin.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/instances/`+seg+`/users(/`+seg+`)?`, "cloudsql.users.list"),

@@ -1,0 +1,161 @@
+package gcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	ds "github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/job"
+	"github.com/groundworkhq/groundwork/internal/pipeline"
+	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
+	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+	"github.com/groundworkhq/groundwork/internal/secrets"
+	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
+)
+
+// sqlSettings reads the fake's instance settings.
+func sqlSettings(t *testing.T, cloud *gcpfake.Cloud, inst string) map[string]any {
+	t.Helper()
+	in, ok := cloud.Lookup(gcpfake.HostSQLAdmin, "projects/"+gcpfake.Project+"/instances/"+inst)
+	if !ok {
+		t.Fatalf("instance %s is not in the fake", inst)
+	}
+	s, _ := in.Body["settings"].(map[string]any)
+	return s
+}
+
+// modifyUntilDone calls Modify as the pipeline does, carrying the recorded operations from
+// call to call, until it is no longer waiting; it returns every call's result.
+func modifyUntilDone(t *testing.T, ctx context.Context, m dspipe.Modifier, p dspipe.ModifyParams) []dspipe.ModifyResult {
+	t.Helper()
+	var out []dspipe.ModifyResult
+	until(t, ctx, "modify", func() (bool, error) {
+		res, err := m.Modify(ctx, p)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, res)
+		p.Ops = res.Ops
+		return !res.Waiting, nil
+	})
+	return out
+}
+
+// A live Cloud SQL instance takes a larger disk, more retained backups, another machine type
+// and high availability through one instances.patch, whose operation is polled until it is
+// done; a second run sends nothing; a patch whose operation was lost (a crash before the
+// step recorded it) is not sent again: the next call waits on Cloud SQL's busy instance, then
+// finds the new values.
+func TestCloudSQLModify(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, cloud := testClient(t)
+	d := datastoreOn(c)
+	m, ok := d.Servers.(dspipe.Modifier)
+	if !ok {
+		t.Fatal("the GCP datastore driver is no dspipe.Modifier")
+	}
+	if got := m.Modifiable(ds.EngineRedis); len(got) != 0 {
+		t.Errorf("Modifiable(redis) = %v; Memorystore is not modified", got)
+	}
+	jobID := "job_sqlmod"
+	inst := name(&job.Job{ID: jobID}, sqlEngines[ds.EnginePostgres].role)
+	settings := map[string]any{"instanceClass": "db-custom-2-7680", "allocatedStorageGB": float64(20), "backupRetentionDays": float64(7)}
+	ensureDatastore(t, ctx, d, dspipe.CreateParams{JobID: jobID, Engine: ds.EnginePostgres, AdminPassword: ds.GeneratePassword(), Settings: settings})
+
+	cloud.SetTicks(3)
+	next := map[string]any{"instanceClass": "db-custom-4-15360", "allocatedStorageGB": float64(50), "backupRetentionDays": float64(14), "multiAZ": true}
+	p := dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: next, ApplyImmediately: true}
+	res := modifyUntilDone(t, ctx, m, p)
+	if len(res) < 2 || !res[0].Waiting || res[0].Ops[opPatch] == "" {
+		t.Fatalf("first call = %+v; want a patch operation recorded and waited on", res)
+	}
+	if want := []string{"instanceClass", "allocatedStorageGB", "backupRetentionDays", "multiAZ"}; !slices.Equal(res[0].Changed, want) {
+		t.Errorf("changed = %v; want %v", res[0].Changed, want)
+	}
+	s := sqlSettings(t, cloud, inst)
+	backup, _ := s["backupConfiguration"].(map[string]any)
+	retention, _ := backup["backupRetentionSettings"].(map[string]any)
+	if s["tier"] != "db-custom-4-15360" || fmt.Sprint(s["dataDiskSizeGb"]) != "50" || fmt.Sprint(retention["retainedBackups"]) != "14" ||
+		s["availabilityType"] != "REGIONAL" || backup["pointInTimeRecoveryEnabled"] != true {
+		t.Errorf("settings after the patch = tier %v, disk %v, backups %v, availability %v, PITR %v", s["tier"], s["dataDiskSizeGb"],
+			retention["retainedBackups"], s["availabilityType"], backup["pointInTimeRecoveryEnabled"])
+	}
+	if n := cloud.SQLPatches(inst); n != 1 {
+		t.Errorf("%d patches sent; want 1", n)
+	}
+	// Run again (a step re-run after its checkpoint was lost): nothing differs, nothing sent.
+	if again := modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: next}); len(again) != 1 || len(again[0].Changed) != 0 {
+		t.Errorf("a re-run = %+v; want nothing changed", again)
+	}
+	if n := cloud.SQLPatches(inst); n != 1 {
+		t.Errorf("%d patches after a re-run; want 1", n)
+	}
+
+	// A crash after the patch, before its operation was recorded: the next call has no
+	// operation on record and must not send a second patch.
+	cloud.SetTicks(4)
+	grow := map[string]any{"instanceClass": "db-custom-4-15360", "allocatedStorageGB": float64(80), "backupRetentionDays": float64(14), "multiAZ": true}
+	first, err := m.Modify(ctx, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: grow})
+	if err != nil || !first.Waiting || !slices.Equal(first.Changed, []string{"allocatedStorageGB"}) {
+		t.Fatalf("patch = %+v, %v", first, err)
+	}
+	res = modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: grow}) // first.Ops lost
+	if n := cloud.SQLPatches(inst); n != 2 {
+		t.Errorf("%d patches after the crash; want 2 (one per update)", n)
+	}
+	if last := res[len(res)-1]; len(last.Changed) != 0 {
+		t.Errorf("the re-run's last call changed %v; want the values found in place", last.Changed)
+	}
+	if got := fmt.Sprint(sqlSettings(t, cloud, inst)["dataDiskSizeGb"]); got != "80" {
+		t.Errorf("disk = %s GB; want 80", got)
+	}
+
+	// A disk grown past the config by Cloud SQL's auto-resize is not shrunk.
+	if res := modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: next}); slices.Contains(res[0].Changed, "allocatedStorageGB") {
+		t.Errorf("a smaller disk in the settings was sent: %+v", res[0])
+	}
+	deleteDatastore(t, ctx, d, jobID, ds.EnginePostgres)
+}
+
+// A datastore job's create_server run again by a config update patches the instance on
+// record: its plan, made with the server in its infra, lists cloudsql.instances.update, and a
+// plan without the server does not.
+func TestPlanListsServerUpdate(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, cloud := testClient(t)
+	cfg := `{"engine":"postgres","name":"orders","allocatedStorageGB":20,"backupRetentionDays":7}`
+	j := &job.Job{ID: "job_planmodify", OrgID: "org_test", SpaceID: "spc_test", Family: job.FamilyDatastore, Provider: Name,
+		Config: json.RawMessage(cfg), Infra: json.RawMessage(`{}`)}
+	local, err := secrets.OpenLocal(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The driver reads the job's config (its network) from the job the pipeline runs.
+	d := DatastoreDriver{Resolve: func(context.Context, string) (Placement, error) { return Placement{C: c, J: j}, nil }}.Driver()
+	pl := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{Name: d}, Secrets: secretstest.Vault(local), Poll: time.Millisecond})
+	steps := pl.Steps(j)
+	server := slices.IndexFunc(steps, func(s pipeline.Step) bool { return s.Name == dspipe.StepCreateServer })
+	if fresh := StepPlan(j, dspipe.StepCreateServer, PlanAccount{}); slices.Contains(fresh.Operations, "cloudsql.instances.update") {
+		t.Fatal("a server not made yet is planned to be updated")
+	}
+	runSteps(ctx, t, j, steps[:server+1], false, nil)
+
+	j.Config = json.RawMessage(`{"engine":"postgres","name":"orders","allocatedStorageGB":50,"backupRetentionDays":14,"applyImmediately":true}`)
+	again := StepPlan(j, dspipe.StepCreateServer, PlanAccount{})
+	seen := runMarked(ctx, t, cloud, j, steps[server:server+1])
+	if !slices.Contains(seen[dspipe.StepCreateServer], "cloudsql.instances.update") {
+		t.Fatalf("the instance was changed without cloudsql.instances.update: %v", seen)
+	}
+	for _, pm := range seen[dspipe.StepCreateServer] {
+		if !slices.Contains(again.Operations, pm) {
+			t.Errorf("%s needed but not in the plan %v", pm, again.Operations)
+		}
+	}
+}
