@@ -111,8 +111,10 @@ func cloudFamilies(o AWSOptions, mods *provider.Registry, components kubernetes.
 		provider.Offering[provider.RegistryDrivers](mods))
 	add(dnszone.New(provider.Loader(mods, job.FamilyDNSZone, provider.DNSZoneDrivers.DNSZoneDriver)),
 		provider.Offering[provider.DNSZoneDrivers](mods))
+	// The EKS and GKE drivers converge a live cluster to its config (groups added, resized and
+	// removed, the control plane upgraded); the others only ever add groups.
 	add(kubernetes.New(provider.Loader(mods, job.FamilyKubernetes, provider.KubernetesDrivers.KubernetesDriver),
-		components, poll).WithSpaces(spaces).WithUpdates("aws"), provider.Offering[provider.KubernetesDrivers](mods))
+		components, poll).WithSpaces(spaces).WithUpdates("aws", "gcp"), provider.Offering[provider.KubernetesDrivers](mods))
 	return fams, vm
 }
 

@@ -114,6 +114,7 @@ var permissions = []permission{
 	p("container.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/locations/`+seg+`/clusters`, "container.clusters.list"),
 	p("container.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg, "container.clusters.get"),
 	p("container.googleapis.com", http.MethodDelete, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg, "container.clusters.delete"),
+	p("container.googleapis.com", http.MethodPut, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg, "container.clusters.update"),
 	p("container.googleapis.com", http.MethodPost, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools`, "container.clusters.update"),
 	p("container.googleapis.com", http.MethodGet, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools(/`+seg+`)?`, "container.clusters.get"),
 	p("container.googleapis.com", http.MethodDelete, `/v1/projects/`+seg+`/locations/`+seg+`/clusters/`+seg+`/nodePools/`+seg, "container.clusters.update"),
