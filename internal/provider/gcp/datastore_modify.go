@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	redis "google.golang.org/api/redis/v1"
 	sqladmin "google.golang.org/api/sqladmin/v1"
 
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
@@ -20,28 +21,38 @@ var sqlModifiable = []string{"instanceClass", "allocatedStorageGB", "backupReten
 // opPatch is the key a patch's operation is recorded under between calls.
 const opPatch = "patch instance"
 
-// Modifiable implements dspipe.Modifier: Cloud SQL instances change in place. Memorystore
-// instances are not modified by Groundwork yet (their memory is refused by the pipeline).
+// redisModifiable are the settings a live Memorystore instance changes: its memory (the
+// config's allocatedStorageGB). Its tier (multiAZ) is fixed when it is made, and it has no
+// machine type or backups.
+var redisModifiable = []string{"allocatedStorageGB"}
+
+// Modifiable implements dspipe.Modifier: Cloud SQL instances change their sizing in place,
+// Memorystore instances their memory.
 func (d DatastoreDriver) Modifiable(engine ds.Engine) []string {
-	if engine == ds.EnginePostgres || engine == ds.EngineMySQL {
+	switch engine {
+	case ds.EnginePostgres, ds.EngineMySQL:
 		return sqlModifiable
+	case ds.EngineRedis:
+		return redisModifiable
 	}
 	return nil
 }
 
-// Modify implements dspipe.Modifier through Cloud SQL's instances.patch, one call at a time:
-// a patch's sql#operation is recorded (ModifyResult.Ops) and polled by the next call until it
-// is done.
+// Modify implements dspipe.Modifier through Cloud SQL's instances.patch or Memorystore's
+// instances.patch, one call at a time: a patch's operation is recorded (ModifyResult.Ops) and
+// polled by the next call until it is done.
 func (d DatastoreDriver) Modify(ctx context.Context, p dspipe.ModifyParams) (dspipe.ModifyResult, error) {
-	if p.Engine != ds.EnginePostgres && p.Engine != ds.EngineMySQL {
-		return dspipe.ModifyResult{}, fault.UserAction(fmt.Errorf("engine %q is not modified in place on GCP", p.Engine), "UnsupportedUpdate",
-			"Make a new datastore with the settings you want.", "")
-	}
 	pl, err := d.Resolve(ctx, p.JobID)
 	if err != nil {
 		return dspipe.ModifyResult{}, err
 	}
-	return pl.modifySQL(ctx, p)
+	switch p.Engine {
+	case ds.EnginePostgres, ds.EngineMySQL:
+		return pl.modifySQL(ctx, p)
+	case ds.EngineRedis:
+		return pl.modifyRedis(ctx, p)
+	}
+	return dspipe.ModifyResult{}, engineUnsupported(p.Engine)
 }
 
 // modifySQL brings the job's instance to the settings' machine type, disk size, retained
@@ -186,4 +197,64 @@ func sqlPatch(v *sqladmin.DatabaseInstance, sz sqlSizing) (*sqladmin.DatabaseIns
 		changed = append(changed, "multiAZ")
 	}
 	return &sqladmin.DatabaseInstance{Settings: want}, changed
+}
+
+// modifyRedis brings the job's Memorystore instance to the settings' memory
+// (instances.patch with updateMask memory_size_gb). A patch whose answer was lost is not sent
+// again: the instance is UPDATING until it is done, then reads with the new size.
+func (pl Placement) modifyRedis(ctx context.Context, p dspipe.ModifyParams) (dspipe.ModifyResult, error) {
+	sz, err := redisSizingOf("", p.Settings)
+	if err != nil {
+		return dspipe.ModifyResult{}, err
+	}
+	s, err := pl.redisService(ctx)
+	if err != nil {
+		return dspipe.ModifyResult{}, err
+	}
+	ops := Ops{}
+	for k, v := range p.Ops {
+		ops[k] = v
+	}
+	res := dspipe.ModifyResult{Ops: ops}
+	inst := pl.redisInstance()
+	if done, err := pl.C.pollRecorded(ctx, ops, opPatch, Resource{Poll: pl.pollRedis(s)}); err != nil {
+		return res, err
+	} else if !done {
+		res.Waiting, res.Message = true, "waiting for Memorystore to resize "+inst
+		return res, nil
+	}
+	v, err := pl.readRedis(ctx, s)
+	if err != nil {
+		return res, err
+	}
+	if v == nil {
+		return res, fault.UserAction(fmt.Errorf("Memorystore instance %s is gone", inst), "ServerGone",
+			"The datastore's server no longer exists; delete the job.", pl.C.ConsoleURL("memorystore/redis/instances"))
+	}
+	if v.State == "UPDATING" {
+		res.Waiting, res.Message = true, "Memorystore is updating "+inst
+		return res, nil
+	}
+	if v.MemorySizeGb == sz.memoryGB {
+		return res, nil
+	}
+	res.Changed = []string{"allocatedStorageGB"}
+	if v.State != "READY" {
+		res.Waiting, res.Message = true, fmt.Sprintf("instance %s is %s", inst, v.State)
+		return res, nil
+	}
+	op, err := s.Projects.Locations.Instances.Patch(inst, &redis.Instance{MemorySizeGb: sz.memoryGB}).
+		UpdateMask("memory_size_gb").Context(ctx).Do()
+	if err != nil {
+		return res, pl.C.Classify(fmt.Errorf("resize instance %s: %w", inst, err))
+	}
+	if op.Done {
+		if op.Error != nil {
+			return res, pl.C.Classify(statusError(op.Error.Code, op.Error.Message, op.Error.Details))
+		}
+		return res, nil
+	}
+	ops[opPatch] = op.Name
+	res.Waiting, res.Message = true, "waiting for Memorystore to resize "+inst
+	return res, nil
 }

@@ -60,8 +60,8 @@ func TestCloudSQLModify(t *testing.T) {
 	if !ok {
 		t.Fatal("the GCP datastore driver is no dspipe.Modifier")
 	}
-	if got := m.Modifiable(ds.EngineRedis); len(got) != 0 {
-		t.Errorf("Modifiable(redis) = %v; Memorystore is not modified", got)
+	if got := m.Modifiable(ds.EngineRedis); !slices.Equal(got, []string{"allocatedStorageGB"}) {
+		t.Errorf("Modifiable(redis) = %v; want its memory alone", got)
 	}
 	jobID := "job_sqlmod"
 	inst := name(&job.Job{ID: jobID}, sqlEngines[ds.EnginePostgres].role)
@@ -124,38 +124,90 @@ func TestCloudSQLModify(t *testing.T) {
 }
 
 // A datastore job's create_server run again by a config update patches the instance on
-// record: its plan, made with the server in its infra, lists cloudsql.instances.update, and a
+// record: its plan, made with the server in its infra, lists the update permission, and a
 // plan without the server does not.
 func TestPlanListsServerUpdate(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
-	c, cloud := testClient(t)
-	cfg := `{"engine":"postgres","name":"orders","allocatedStorageGB":20,"backupRetentionDays":7}`
-	j := &job.Job{ID: "job_planmodify", OrgID: "org_test", SpaceID: "spc_test", Family: job.FamilyDatastore, Provider: Name,
-		Config: json.RawMessage(cfg), Infra: json.RawMessage(`{}`)}
-	local, err := secrets.OpenLocal(t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The driver reads the job's config (its network) from the job the pipeline runs.
-	d := DatastoreDriver{Resolve: func(context.Context, string) (Placement, error) { return Placement{C: c, J: j}, nil }}.Driver()
-	pl := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{Name: d}, Secrets: secretstest.Vault(local), Poll: time.Millisecond})
-	steps := pl.Steps(j)
-	server := slices.IndexFunc(steps, func(s pipeline.Step) bool { return s.Name == dspipe.StepCreateServer })
-	if fresh := StepPlan(j, dspipe.StepCreateServer, PlanAccount{}); slices.Contains(fresh.Operations, "cloudsql.instances.update") {
-		t.Fatal("a server not made yet is planned to be updated")
-	}
-	runSteps(ctx, t, j, steps[:server+1], false, nil)
+	for _, tc := range []struct{ name, from, to, perm string }{
+		{"postgres", `{"engine":"postgres","name":"orders","allocatedStorageGB":20,"backupRetentionDays":7}`,
+			`{"engine":"postgres","name":"orders","allocatedStorageGB":50,"backupRetentionDays":14,"applyImmediately":true}`, "cloudsql.instances.update"},
+		{"redis", `{"engine":"redis","name":"sessions","allocatedStorageGB":1}`,
+			`{"engine":"redis","name":"sessions","allocatedStorageGB":2,"applyImmediately":true}`, "redis.instances.update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := testCtx(t)
+			c, cloud := testClient(t)
+			j := &job.Job{ID: "job_planmod" + tc.name, OrgID: "org_test", SpaceID: "spc_test", Family: job.FamilyDatastore, Provider: Name,
+				Config: json.RawMessage(tc.from), Infra: json.RawMessage(`{}`)}
+			local, err := secrets.OpenLocal(t.TempDir(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The driver reads the job's config (its network) from the job the pipeline runs.
+			d := DatastoreDriver{Resolve: func(context.Context, string) (Placement, error) { return Placement{C: c, J: j}, nil }}.Driver()
+			pl := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{Name: d}, Secrets: secretstest.Vault(local), Poll: time.Millisecond})
+			steps := pl.Steps(j)
+			server := slices.IndexFunc(steps, func(s pipeline.Step) bool { return s.Name == dspipe.StepCreateServer })
+			if fresh := StepPlan(j, dspipe.StepCreateServer, PlanAccount{}); slices.Contains(fresh.Operations, tc.perm) {
+				t.Fatal("a server not made yet is planned to be updated")
+			}
+			runSteps(ctx, t, j, steps[:server+1], false, nil)
 
-	j.Config = json.RawMessage(`{"engine":"postgres","name":"orders","allocatedStorageGB":50,"backupRetentionDays":14,"applyImmediately":true}`)
-	again := StepPlan(j, dspipe.StepCreateServer, PlanAccount{})
-	seen := runMarked(ctx, t, cloud, j, steps[server:server+1])
-	if !slices.Contains(seen[dspipe.StepCreateServer], "cloudsql.instances.update") {
-		t.Fatalf("the instance was changed without cloudsql.instances.update: %v", seen)
+			j.Config = json.RawMessage(tc.to)
+			again := StepPlan(j, dspipe.StepCreateServer, PlanAccount{})
+			seen := runMarked(ctx, t, cloud, j, steps[server:server+1])
+			if !slices.Contains(seen[dspipe.StepCreateServer], tc.perm) {
+				t.Fatalf("the instance was changed without %s: %v", tc.perm, seen)
+			}
+			for _, pm := range seen[dspipe.StepCreateServer] {
+				if !slices.Contains(again.Operations, pm) {
+					t.Errorf("%s needed but not in the plan %v", pm, again.Operations)
+				}
+			}
+		})
 	}
-	for _, pm := range seen[dspipe.StepCreateServer] {
-		if !slices.Contains(again.Operations, pm) {
-			t.Errorf("%s needed but not in the plan %v", pm, again.Operations)
+}
+
+// A live Memorystore instance's memory (allocatedStorageGB) is resized through
+// instances.patch, its operation polled; a patch whose operation was lost is waited on
+// (the instance is UPDATING), not sent again.
+func TestMemorystoreModify(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, cloud := testClient(t)
+	d := datastoreOn(c)
+	m := d.Servers.(dspipe.Modifier)
+	jobID := "job_redismod"
+	info, _ := ensureDatastore(t, ctx, d, dspipe.CreateParams{JobID: jobID, Engine: ds.EngineRedis, Settings: map[string]any{"allocatedStorageGB": float64(1)}})
+	memory := func() string {
+		in, ok := cloud.Lookup(gcpfake.HostRedis, info.ID)
+		if !ok {
+			t.Fatalf("instance %s is not in the fake", info.ID)
 		}
+		return fmt.Sprint(in.Body["memorySizeGb"])
 	}
+
+	cloud.SetTicks(3)
+	res := modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EngineRedis, Settings: map[string]any{"allocatedStorageGB": float64(4)}})
+	if len(res) < 2 || !res[0].Waiting || res[0].Ops[opPatch] == "" || !slices.Equal(res[0].Changed, []string{"allocatedStorageGB"}) {
+		t.Fatalf("calls %+v; want a patch recorded and waited on", res)
+	}
+	if got := memory(); got != "4" {
+		t.Errorf("memory = %s GB; want 4", got)
+	}
+	// The operation is lost right after the patch: the next calls wait on the instance.
+	grow := dspipe.ModifyParams{JobID: jobID, Engine: ds.EngineRedis, Settings: map[string]any{"allocatedStorageGB": float64(8)}}
+	if first, err := m.Modify(ctx, grow); err != nil || !first.Waiting {
+		t.Fatalf("patch = %+v, %v", first, err)
+	}
+	res = modifyUntilDone(t, ctx, m, grow)
+	if got := memory(); got != "8" || len(res[len(res)-1].Changed) != 0 {
+		t.Errorf("memory = %s GB, last call %+v; want 8 found in place", got, res[len(res)-1])
+	}
+	if n := cloud.RedisPatches(info.ID); n != 2 {
+		t.Errorf("%d patches for two resizes; want 2", n)
+	}
+	deleteDatastore(t, ctx, d, jobID, ds.EngineRedis)
 }

@@ -262,6 +262,10 @@ func datastorePlan(j *job.Job, step string, acc PlanAccount, res []plan.Resource
 			create("google_redis_instance", name(j, roleRedis))
 			ops = append(ops, crud("redis.instances")...)
 			ops = append(ops, "redis.operations.get")
+			if infraHas(j, dspipe.InfraServer) {
+				// The server on record has its memory changed by a config update.
+				ops = append(ops, "redis.instances.update")
+			}
 		}
 	case dspipe.StepWaitReady:
 		ops = append(ops, secret...)

@@ -131,4 +131,3 @@ func (c *Cloud) GKEOps(typ, target string) int {
 	}
 	return n
 }
-
