@@ -39,7 +39,7 @@ func (d DatastoreDriver) Modifiable(engine ds.Engine) []string {
 }
 
 // Modify implements dspipe.Modifier through Cloud SQL's instances.patch or Memorystore's
-// instances.patch, one call at a time: a patch's operation is recorded (ModifyResult.Ops) and
+// instances.patch, one call at a time: a patch's operation is recorded (ModifyResult.Data) and
 // polled by the next call until it is done.
 func (d DatastoreDriver) Modify(ctx context.Context, p dspipe.ModifyParams) (dspipe.ModifyResult, error) {
 	pl, err := d.Resolve(ctx, p.JobID)
@@ -58,8 +58,8 @@ func (d DatastoreDriver) Modify(ctx context.Context, p dspipe.ModifyParams) (dsp
 // modifySQL brings the job's instance to the settings' machine type, disk size, retained
 // backups and availability, sending only what differs from the instance as it is. A patch
 // whose result was lost (a crash before the step recorded its operation) is not sent again:
-// the next call finds Cloud SQL busy with it (409, one operation at a time per instance) and
-// waits, then reads the instance with the new values and is done.
+// the next call finds it among the instance's running operations and waits on it, then reads
+// the instance with the new values and is done.
 func (pl Placement) modifySQL(ctx context.Context, p dspipe.ModifyParams) (dspipe.ModifyResult, error) {
 	// The version is not changed by an update; the default stands in so that only the
 	// sizes are read and checked.
@@ -72,15 +72,12 @@ func (pl Placement) modifySQL(ctx context.Context, p dspipe.ModifyParams) (dspip
 		return dspipe.ModifyResult{}, err
 	}
 	inst := pl.sqlInstanceName(p.Engine)
-	ops := Ops{}
-	for k, v := range p.Ops {
-		ops[k] = v
-	}
-	res := dspipe.ModifyResult{Ops: ops}
+	ops := modifyOps(p.Data)
+	res := dspipe.ModifyResult{Data: map[string]any{"ops": ops}}
 	if done, err := pl.C.pollRecorded(ctx, ops, opPatch, Resource{Poll: pl.pollSQL(s)}); err != nil {
 		return res, err
 	} else if !done {
-		res.Waiting, res.Message = true, "waiting for Cloud SQL to apply the new settings to "+inst
+		res.Wait = true
 		return res, nil
 	}
 	// An operation under way on the instance is waited on before it is read: a patch whose
@@ -89,7 +86,7 @@ func (pl Placement) modifySQL(ctx context.Context, p dspipe.ModifyParams) (dspip
 		return res, err
 	} else if running != "" {
 		ops[opPatch] = running
-		res.Waiting, res.Message = true, "waiting for Cloud SQL's operation on "+inst
+		res.Wait = true
 		return res, nil
 	}
 	v, err := pl.readSQL(ctx, s, inst)
@@ -106,14 +103,14 @@ func (pl Placement) modifySQL(ctx context.Context, p dspipe.ModifyParams) (dspip
 	}
 	res.Changed = changed
 	if v.State != "RUNNABLE" {
-		res.Waiting, res.Message = true, fmt.Sprintf("instance %s is %s", inst, v.State)
+		res.Wait = true
 		return res, nil
 	}
 	op, err := s.Instances.Patch(pl.C.ProjectID, inst, patch).Context(ctx).Do()
 	if conflict(err) {
 		// Another operation works on the instance (a patch whose answer was lost, a
 		// backup): the next call reads the instance again once it is done.
-		res.Waiting, res.Message = true, "Cloud SQL is busy with another operation on "+inst
+		res.Wait = true
 		return res, nil
 	}
 	if err != nil {
@@ -125,7 +122,7 @@ func (pl Placement) modifySQL(ctx context.Context, p dspipe.ModifyParams) (dspip
 	}
 	if name != "" {
 		ops[opPatch] = name
-		res.Waiting, res.Message = true, "waiting for Cloud SQL to apply the new settings to "+inst
+		res.Wait = true
 	}
 	return res, nil
 }
@@ -211,16 +208,13 @@ func (pl Placement) modifyRedis(ctx context.Context, p dspipe.ModifyParams) (dsp
 	if err != nil {
 		return dspipe.ModifyResult{}, err
 	}
-	ops := Ops{}
-	for k, v := range p.Ops {
-		ops[k] = v
-	}
-	res := dspipe.ModifyResult{Ops: ops}
+	ops := modifyOps(p.Data)
+	res := dspipe.ModifyResult{Data: map[string]any{"ops": ops}}
 	inst := pl.redisInstance()
 	if done, err := pl.C.pollRecorded(ctx, ops, opPatch, Resource{Poll: pl.pollRedis(s)}); err != nil {
 		return res, err
 	} else if !done {
-		res.Waiting, res.Message = true, "waiting for Memorystore to resize "+inst
+		res.Wait = true
 		return res, nil
 	}
 	v, err := pl.readRedis(ctx, s)
@@ -232,7 +226,7 @@ func (pl Placement) modifyRedis(ctx context.Context, p dspipe.ModifyParams) (dsp
 			"The datastore's server no longer exists; delete the job.", pl.C.ConsoleURL("memorystore/redis/instances"))
 	}
 	if v.State == "UPDATING" {
-		res.Waiting, res.Message = true, "Memorystore is updating "+inst
+		res.Wait = true
 		return res, nil
 	}
 	if v.MemorySizeGb == sz.memoryGB {
@@ -240,7 +234,7 @@ func (pl Placement) modifyRedis(ctx context.Context, p dspipe.ModifyParams) (dsp
 	}
 	res.Changed = []string{"allocatedStorageGB"}
 	if v.State != "READY" {
-		res.Waiting, res.Message = true, fmt.Sprintf("instance %s is %s", inst, v.State)
+		res.Wait = true
 		return res, nil
 	}
 	op, err := s.Projects.Locations.Instances.Patch(inst, &redis.Instance{MemorySizeGb: sz.memoryGB}).
@@ -255,6 +249,25 @@ func (pl Placement) modifyRedis(ctx context.Context, p dspipe.ModifyParams) (dsp
 		return res, nil
 	}
 	ops[opPatch] = op.Name
-	res.Waiting, res.Message = true, "waiting for Memorystore to resize "+inst
+	res.Wait = true
 	return res, nil
+}
+
+// modifyOps are the operations a Modify call under way recorded in its result's Data, as the
+// next call gets them back (from the job's infra, so decoded from JSON).
+func modifyOps(data map[string]any) Ops {
+	ops := Ops{}
+	switch m := data["ops"].(type) {
+	case Ops:
+		for k, v := range m {
+			ops[k] = v
+		}
+	case map[string]any:
+		for k, v := range m {
+			if s, ok := v.(string); ok {
+				ops[k] = s
+			}
+		}
+	}
+	return ops
 }

@@ -39,8 +39,16 @@ func modifyUntilDone(t *testing.T, ctx context.Context, m dspipe.Modifier, p dsp
 			return false, err
 		}
 		out = append(out, res)
-		p.Ops = res.Ops
-		return !res.Waiting, nil
+		// The step keeps Data in the job's infra: the next call gets it back decoded.
+		raw, err := json.Marshal(res.Data)
+		if err != nil {
+			return false, err
+		}
+		p.Data = nil
+		if err := json.Unmarshal(raw, &p.Data); err != nil {
+			return false, err
+		}
+		return !res.Wait, nil
 	})
 	return out
 }
@@ -72,7 +80,7 @@ func TestCloudSQLModify(t *testing.T) {
 	next := map[string]any{"instanceClass": "db-custom-4-15360", "allocatedStorageGB": float64(50), "backupRetentionDays": float64(14), "multiAZ": true}
 	p := dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: next, ApplyImmediately: true}
 	res := modifyUntilDone(t, ctx, m, p)
-	if len(res) < 2 || !res[0].Waiting || res[0].Ops[opPatch] == "" {
+	if len(res) < 2 || !res[0].Wait || modifyOps(res[0].Data)[opPatch] == "" {
 		t.Fatalf("first call = %+v; want a patch operation recorded and waited on", res)
 	}
 	if want := []string{"instanceClass", "allocatedStorageGB", "backupRetentionDays", "multiAZ"}; !slices.Equal(res[0].Changed, want) {
@@ -102,10 +110,10 @@ func TestCloudSQLModify(t *testing.T) {
 	cloud.SetTicks(4)
 	grow := map[string]any{"instanceClass": "db-custom-4-15360", "allocatedStorageGB": float64(80), "backupRetentionDays": float64(14), "multiAZ": true}
 	first, err := m.Modify(ctx, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: grow})
-	if err != nil || !first.Waiting || !slices.Equal(first.Changed, []string{"allocatedStorageGB"}) {
+	if err != nil || !first.Wait || !slices.Equal(first.Changed, []string{"allocatedStorageGB"}) {
 		t.Fatalf("patch = %+v, %v", first, err)
 	}
-	res = modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: grow}) // first.Ops lost
+	res = modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EnginePostgres, Settings: grow}) // first.Data lost
 	if n := cloud.SQLPatches(inst); n != 2 {
 		t.Errorf("%d patches after the crash; want 2 (one per update)", n)
 	}
@@ -191,7 +199,7 @@ func TestMemorystoreModify(t *testing.T) {
 
 	cloud.SetTicks(3)
 	res := modifyUntilDone(t, ctx, m, dspipe.ModifyParams{JobID: jobID, Engine: ds.EngineRedis, Settings: map[string]any{"allocatedStorageGB": float64(4)}})
-	if len(res) < 2 || !res[0].Waiting || res[0].Ops[opPatch] == "" || !slices.Equal(res[0].Changed, []string{"allocatedStorageGB"}) {
+	if len(res) < 2 || !res[0].Wait || modifyOps(res[0].Data)[opPatch] == "" || !slices.Equal(res[0].Changed, []string{"allocatedStorageGB"}) {
 		t.Fatalf("calls %+v; want a patch recorded and waited on", res)
 	}
 	if got := memory(); got != "4" {
@@ -199,7 +207,7 @@ func TestMemorystoreModify(t *testing.T) {
 	}
 	// The operation is lost right after the patch: the next calls wait on the instance.
 	grow := dspipe.ModifyParams{JobID: jobID, Engine: ds.EngineRedis, Settings: map[string]any{"allocatedStorageGB": float64(8)}}
-	if first, err := m.Modify(ctx, grow); err != nil || !first.Waiting {
+	if first, err := m.Modify(ctx, grow); err != nil || !first.Wait {
 		t.Fatalf("patch = %+v, %v", first, err)
 	}
 	res = modifyUntilDone(t, ctx, m, grow)
