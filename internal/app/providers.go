@@ -105,7 +105,11 @@ func cloudFamilies(o AWSOptions, mods *provider.Registry, components kubernetes.
 	if add(pool, provider.Offering[provider.VMPoolDrivers](mods)) {
 		vm = pool
 	}
-	add(network.New(provider.Loader(mods, job.FamilyNetwork, provider.NetworkDrivers.NetworkDriver), poll),
+	// A live network on AWS takes more zones and peering changes; on GCP, whose subnets are
+	// regional, peering changes (azCount means nothing there).
+	add(network.New(provider.Loader(mods, job.FamilyNetwork, provider.NetworkDrivers.NetworkDriver), poll).
+		WithUpdates("aws", network.Updates{Zones: true, Peering: true}).
+		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true}),
 		provider.Offering[provider.NetworkDrivers](mods))
 	add(registry.New(provider.Loader(mods, job.FamilyRegistry, provider.RegistryDrivers.RegistryDriver)),
 		provider.Offering[provider.RegistryDrivers](mods))

@@ -114,9 +114,13 @@ func StepPlan(j *job.Job, step string, acc PlanAccount) plan.Step {
 			// The undo reads the job's network for its peering whether or not the job asked
 			// for one.
 			ops = append(ops, "compute.networks.get")
-			if c.Peering != nil {
+			switch {
+			case c.Peering != nil:
 				create("google_compute_network_peering", name(j, rolePeering), 1)
 				ops = append(ops, "compute.networks.addPeering", "compute.networks.removePeering", "compute.globalOperations.get")
+			case infraHas(j, network.InfraPeering):
+				// A config update took the peering away: the step removes it.
+				ops = append(ops, "compute.networks.removePeering", "compute.globalOperations.get")
 			}
 		}
 	case job.FamilyDatastore:
