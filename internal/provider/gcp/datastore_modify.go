@@ -12,7 +12,10 @@ import (
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 )
 
-var _ dspipe.Modifier = DatastoreDriver{}
+var (
+	_ dspipe.Modifier      = DatastoreDriver{}
+	_ dspipe.ImmediateOnly = DatastoreDriver{}
+)
 
 // sqlModifiable are the settings instances.patch changes on a live Cloud SQL instance. The
 // engine, its version and the name are refused by the pipeline before anything is sent.
@@ -34,6 +37,16 @@ func (d DatastoreDriver) Modifiable(engine ds.Engine) []string {
 		return sqlModifiable
 	case ds.EngineRedis:
 		return redisModifiable
+	}
+	return nil
+}
+
+// AppliedAtOnce implements dspipe.ImmediateOnly: Cloud SQL changes an instance's machine type
+// when it is patched (a brief restart) and holds no change for the maintenance window, so an
+// update asking for the window is refused rather than carried out now.
+func (d DatastoreDriver) AppliedAtOnce(engine ds.Engine) []string {
+	if engine == ds.EnginePostgres || engine == ds.EngineMySQL {
+		return []string{"instanceClass"}
 	}
 	return nil
 }

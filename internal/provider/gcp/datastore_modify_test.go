@@ -15,6 +15,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
 	"github.com/groundworkhq/groundwork/internal/secrets"
 	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // sqlSettings reads the fake's instance settings.
@@ -218,4 +219,53 @@ func TestMemorystoreModify(t *testing.T) {
 		t.Errorf("%d patches for two resizes; want 2", n)
 	}
 	deleteDatastore(t, ctx, d, jobID, ds.EngineRedis)
+}
+
+// The datastore pipeline on the GCP driver plans a Cloud SQL update: sizing changes go in
+// place, a machine type left for the maintenance window is refused (Cloud SQL applies it at
+// once), and a Memorystore instance's tier stays as it is.
+func TestPlanUpdateOnGCP(t *testing.T) {
+	t.Parallel()
+	c, _ := testClient(t)
+	local, err := secrets.OpenLocal(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{Name: datastoreOn(c)}, Secrets: secretstest.Vault(local), Poll: time.Millisecond})
+	later := false
+	for _, tc := range []struct {
+		name, from, to string
+		later          bool
+		refused        string // "field rule", "" for a plan
+	}{
+		{"sql sizes", `{"engine":"postgres","allocatedStorageGB":20,"backupRetentionDays":7}`, `{"engine":"postgres","allocatedStorageGB":50,"backupRetentionDays":14,"multiAZ":true}`, false, ""},
+		{"sql machine type now", `{"engine":"mysql","instanceClass":"db-custom-2-7680"}`, `{"engine":"mysql","instanceClass":"db-custom-4-15360"}`, false, ""},
+		{"sql machine type later", `{"engine":"mysql","instanceClass":"db-custom-2-7680"}`, `{"engine":"mysql","instanceClass":"db-custom-4-15360"}`, true, "config.instanceClass provider"},
+		{"redis memory", `{"engine":"redis","allocatedStorageGB":1}`, `{"engine":"redis","allocatedStorageGB":4}`, false, ""},
+		{"redis tier", `{"engine":"redis"}`, `{"engine":"redis","multiAZ":true}`, false, "config.multiAZ provider"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := &job.Job{ID: "job_gcpplan", Provider: Name, Family: job.FamilyDatastore, Config: json.RawMessage(tc.from),
+				Infra: json.RawMessage(`{"server":{"id":"projects/p/instances/i"}}`)}
+			for _, s := range pl.Steps(j) {
+				j.Steps = append(j.Steps, job.StepRecord{Name: s.Name, Status: job.StepDone})
+			}
+			req := pipeline.UpdateRequest{Config: json.RawMessage(tc.to)}
+			if tc.later {
+				req.ApplyImmediately = &later
+			}
+			plan, err := pl.PlanUpdate(context.Background(), j, req)
+			if tc.refused == "" {
+				if err != nil || !plan.Changed() || plan.Resources[0].Action != pipeline.ActionInPlace {
+					t.Fatalf("plan = %+v, %v; want an in-place change", plan, err)
+				}
+				return
+			}
+			fields, ok := validation.Fields(err)
+			if !ok || len(fields) != 1 || fields[0].Field+" "+fields[0].Rule != tc.refused {
+				t.Fatalf("err = %v; want %s", err, tc.refused)
+			}
+		})
+	}
 }
