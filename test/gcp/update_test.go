@@ -179,3 +179,44 @@ func TestKubernetesConfigUpdateOnGKE(t *testing.T) {
 		t.Fatalf("after teardown the project still holds %v of the job", left)
 	}
 }
+
+// TestNetworkConfigUpdateOnGCP: through the server, a changed azCount of a live GCP network
+// is a no-op (GCP subnets are regional): the dry run says so and reruns nothing, and the PATCH
+// answers the job as it is, recording no revision and touching nothing in the project.
+// (The catalog's network settings carry no peering, so a peering update is proved through the
+// pipeline in internal/provider/gcp.)
+func TestNetworkConfigUpdateOnGCP(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.jobs.Create(t, e.space.ID, "network", `{"cidr":"10.60.0.0/16"}`)
+	j = e.jobs.WaitStatus(t, j.ID, job.StatusCompleted)
+	before := e.cloud.Mutations(gcpfake.HostCompute, "/")
+	next := withConfig(t, j, map[string]any{"azCount": 3})
+	var plan struct {
+		Resources []struct {
+			Action     string `json:"action"`
+			Disruption string `json:"disruption"`
+		} `json:"resources"`
+		Rerun []string `json:"rerun"`
+	}
+	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs/"+j.ID+"/update-plan", map[string]any{"config": next}, &plan); err != nil {
+		t.Fatalf("update plan: %v", err)
+	}
+	if len(plan.Resources) != 1 || plan.Resources[0].Action != "no-op" || !strings.Contains(plan.Resources[0].Disruption, "regional") || len(plan.Rerun) != 0 {
+		t.Fatalf("update plan of azCount: %+v; want a no-op saying subnets are regional", plan)
+	}
+	var patched job.Job
+	if err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID, map[string]any{"version": j.Version, "config": next}, &patched); err != nil {
+		t.Fatalf("PATCH config: %v", err)
+	}
+	if patched.Status != job.StatusCompleted || patched.Version != j.Version {
+		t.Fatalf("PATCH of azCount: job %s at version %d (was %d); want it as it was", patched.Status, patched.Version, j.Version)
+	}
+	if after := e.cloud.Mutations(gcpfake.HostCompute, "/"); after != before {
+		t.Fatalf("%d compute mutations for an azCount change; want none", after-before)
+	}
+	e.jobs.Teardown(t, j.ID)
+	if left := labelled(e.cloud, j.ID); len(left) > 0 {
+		t.Fatalf("after teardown the project still holds %v of the job", left)
+	}
+}
