@@ -105,14 +105,20 @@ func cloudFamilies(o AWSOptions, mods *provider.Registry, components kubernetes.
 	if add(pool, provider.Offering[provider.VMPoolDrivers](mods)) {
 		vm = pool
 	}
-	add(network.New(provider.Loader(mods, job.FamilyNetwork, provider.NetworkDrivers.NetworkDriver), poll),
+	// A live network on AWS takes more zones and peering changes; on GCP, whose subnets are
+	// regional, peering changes (azCount means nothing there).
+	add(network.New(provider.Loader(mods, job.FamilyNetwork, provider.NetworkDrivers.NetworkDriver), poll).
+		WithUpdates("aws", network.Updates{Zones: true, Peering: true}).
+		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true}),
 		provider.Offering[provider.NetworkDrivers](mods))
 	add(registry.New(provider.Loader(mods, job.FamilyRegistry, provider.RegistryDrivers.RegistryDriver)),
 		provider.Offering[provider.RegistryDrivers](mods))
 	add(dnszone.New(provider.Loader(mods, job.FamilyDNSZone, provider.DNSZoneDrivers.DNSZoneDriver)),
 		provider.Offering[provider.DNSZoneDrivers](mods))
+	// The EKS and GKE drivers converge a live cluster to its config (groups added, resized and
+	// removed, the control plane upgraded); the others only ever add groups.
 	add(kubernetes.New(provider.Loader(mods, job.FamilyKubernetes, provider.KubernetesDrivers.KubernetesDriver),
-		components, poll).WithSpaces(spaces).WithUpdates("aws"), provider.Offering[provider.KubernetesDrivers](mods))
+		components, poll).WithSpaces(spaces).WithUpdates("aws", "gcp"), provider.Offering[provider.KubernetesDrivers](mods))
 	return fams, vm
 }
 

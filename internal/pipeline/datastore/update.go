@@ -24,6 +24,14 @@ type Modifier interface {
 	Modify(ctx context.Context, p ModifyParams) (ModifyResult, error)
 }
 
+// ImmediateOnly is what a Modifier also offers when its cloud cannot hold a change for the
+// server's maintenance window (Azure's flexible servers take a new size when asked): an
+// update of one of those settings with applyImmediately false is refused, rather than
+// carried out now against the request.
+type ImmediateOnly interface {
+	AppliedAtOnce(engine ds.Engine) []string
+}
+
 // ModifyParams asks for one job's server to take new settings.
 type ModifyParams struct {
 	JobID    string
@@ -32,6 +40,10 @@ type ModifyParams struct {
 	// ApplyImmediately false leaves a disruptive change (the instance class) to the server's
 	// next maintenance window.
 	ApplyImmediately bool
+	// Data is what the previous call returned in ModifyResult.Data while the change was under
+	// way (nil on the first call): a cloud whose change is a long-running operation finds it
+	// there and polls it instead of starting another.
+	Data map[string]any
 }
 
 // ModifyResult says what Modify sent.
@@ -40,7 +52,17 @@ type ModifyResult struct {
 	Changed []string
 	// Pending names those the cloud holds for the maintenance window.
 	Pending []string
+	// Wait says the cloud is still applying the change: the step waits (releasing its worker)
+	// and calls Modify again with Data, which the job records meanwhile under
+	// InfraServerUpdate, so a restarted server resumes the same operation.
+	Wait bool
+	// Data is the driver's record of the change in flight (an operation's resume token).
+	Data map[string]any
 }
+
+// InfraServerUpdate is where create_server records a server change in flight (the driver's
+// ModifyResult.Data); it is removed once the change is done.
+const InfraServerUpdate = "serverUpdate"
 
 // fieldRule is how an update treats one config field.
 type fieldRule struct {
@@ -109,9 +131,12 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		rc.Changes = []pipeline.FieldChange{}
 	}
 	immediately := req.ApplyImmediately == nil || *req.ApplyImmediately
-	var modifiable []string
+	var modifiable, atOnce []string
 	if m, ok := p.modifier(j.Provider); ok {
 		modifiable = m.Modifiable(next.Engine)
+		if io, ok := m.(ImmediateOnly); ok {
+			atOnce = io.AppliedAtOnce(next.Engine)
+		}
 	}
 	for _, c := range changes {
 		if !slices.Contains(modifiable, c.Field) {
@@ -137,7 +162,10 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			}
 		case "instanceClass":
 			rc.Disruption = "brief restart"
-			if !immediately {
+			if !immediately && slices.Contains(atOnce, c.Field) {
+				refused = append(refused, validation.FieldError{Field: "config.instanceClass", Rule: "provider",
+					Message: fmt.Sprintf("provider %s applies a new instanceClass at once (a brief restart) and cannot hold it for the maintenance window; send applyImmediately: true", j.Provider)})
+			} else if !immediately {
 				rc.Disruption = "brief restart in the next maintenance window"
 			}
 		}
@@ -204,11 +232,25 @@ func (p *Pipeline) modifyServer(ctx context.Context, rn run, r *pipeline.Run) (p
 		return pipeline.Result{}, fault.UserAction(err, "UnsupportedUpdate", err.Error(), "")
 	}
 	immediately := rn.cfg.ApplyImmediately == nil || *rn.cfg.ApplyImmediately
-	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(), ApplyImmediately: immediately})
+	var inFlight struct {
+		Data map[string]any `json:"data"`
+	}
+	if _, err := r.Infra(InfraServerUpdate, &inFlight); err != nil {
+		return pipeline.Result{}, fault.System(err)
+	}
+	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(), ApplyImmediately: immediately,
+		Data: inFlight.Data})
 	if err != nil {
 		return pipeline.Result{}, err
 	}
+	if res.Wait {
+		return pipeline.Wait(p.poll, fmt.Sprintf("the cloud is applying %v", res.Changed),
+			map[string]any{InfraServerUpdate: map[string]any{"data": res.Data}}), nil
+	}
 	out := pipeline.Done(nil)
+	if inFlight.Data != nil {
+		out.Infra = map[string]any{InfraServerUpdate: nil}
+	}
 	switch {
 	case len(res.Changed) == 0:
 		out.Message = "the server already has the config's settings"

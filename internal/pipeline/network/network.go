@@ -69,6 +69,8 @@ type Resolver func(ctx context.Context, j *job.Job) (Driver, error)
 type Pipeline struct {
 	load steps.Loader[Config, Driver]
 	poll time.Duration
+	// updates are what each provider's driver changes on a live network (WithUpdates).
+	updates map[string]Updates
 }
 
 var _ pipeline.Pipeline = (*Pipeline)(nil)

@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -25,9 +26,29 @@ var fixedFields = []struct {
 	{"noNAT", "the private subnets' egress is set when the network is made; what runs there depends on it", func(c Config) any { return c.NoNAT }},
 }
 
-// updatableOn are the providers whose network driver converges a live network on a re-run:
-// it makes the subnets of added zones and replaces or deletes a peering the config changed.
-var updatableOn = []string{"aws"}
+// Updates are the config changes a provider's network driver carries out on a live network
+// when the network's steps run again.
+type Updates struct {
+	// Zones: create_network makes the subnets of added zones.
+	Zones bool
+	// Peering: create_peering adds, replaces or deletes the peering the config changed.
+	Peering bool
+	// RegionalSubnets: the cloud's subnets span every zone of the region (GCP), so a live
+	// network's azCount changes nothing there; a change of it is answered as a no-op.
+	RegionalSubnets bool
+}
+
+// WithUpdates records what provider's network driver changes on a live network (set by the
+// server's wiring from what each cloud module does). A provider not named takes no network
+// updates: its changes are refused by field.
+func (p *Pipeline) WithUpdates(provider string, u Updates) *Pipeline {
+	p.updates = maps.Clone(p.updates)
+	if p.updates == nil {
+		p.updates = map[string]Updates{}
+	}
+	p.updates[provider] = u
+	return p
+}
 
 var _ interface {
 	PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error)
@@ -37,7 +58,10 @@ var _ interface {
 // adds public and private subnets in the next zones: create_network runs again and makes what
 // is missing, leaving what exists alone. peering is added, removed or replaced (another peer
 // VPC) by create_peering running again. Everything else is refused by name: a smaller azCount
-// would strand what runs in the removed subnets.
+// would strand what runs in the removed subnets. On a provider whose subnets are regional
+// (Updates.RegionalSubnets) azCount changes nothing, larger or smaller: the diff lists it as a
+// no-op saying why, and no step runs for it. What a provider does not change (WithUpdates) is
+// refused with rule provider.
 func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
 	cur, err := DecodeConfig(j.Config)
 	if err != nil {
@@ -56,32 +80,39 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "immutable", Message: f.why})
 		}
 	}
+	u := p.updates[j.Provider]
 	from, to := azCount(cur), azCount(next)
+	// regional: azCount means nothing to the cloud's subnets; its change is a no-op.
+	regional := false
 	switch {
 	case from == to:
 	case cur.VPCID != "":
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "immutable",
 			Message: "an adopted VPC's subnets are the customer's; Groundwork adds none to it"})
+	case u.RegionalSubnets:
+		regional = true
 	case to < from:
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "shrink",
 			Message: fmt.Sprintf("subnets are never removed (from %d to %d zones): what runs in them would be stranded; make a new network", from, to)})
 	}
-	if !slices.Contains(updatableOn, j.Provider) {
-		if from != to {
-			refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "provider",
-				Message: "provider " + j.Provider + " cannot add zones to a live network yet"})
-		}
-		if !reflect.DeepEqual(cur.Peering, next.Peering) {
-			refused = append(refused, validation.FieldError{Field: "config.peering", Rule: "provider",
-				Message: "provider " + j.Provider + " cannot change a live network's peering yet"})
-		}
+	if from != to && !u.Zones && !regional {
+		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "provider",
+			Message: "provider " + j.Provider + " cannot add zones to a live network yet"})
+	}
+	if !u.Peering && !reflect.DeepEqual(cur.Peering, next.Peering) {
+		refused = append(refused, validation.FieldError{Field: "config.peering", Rule: "provider",
+			Message: "provider " + j.Provider + " cannot change a live network's peering yet"})
 	}
 	if len(refused) > 0 {
 		return nil, refused
 	}
 	out := &pipeline.UpdatePlan{Config: req.Config, Steps: slices.Clone(j.Steps), Rerun: []string{}, Resources: []pipeline.ResourceChange{}}
 	var rerun []string
-	if from != to {
+	if regional {
+		out.Resources = append(out.Resources, pipeline.ResourceChange{Resource: "subnets/" + j.ID, Action: pipeline.ActionNoOp,
+			Changes:    []pipeline.FieldChange{{Field: "azCount", From: from, To: to}},
+			Disruption: "none: " + j.Provider + " subnets are regional, each spanning every zone of the region, so azCount changes nothing"})
+	} else if from != to {
 		out.Resources = append(out.Resources, pipeline.ResourceChange{Resource: "subnets/" + j.ID, Action: pipeline.ActionInPlace,
 			Changes:    []pipeline.FieldChange{{Field: "azCount", From: from, To: to}},
 			Disruption: "none: public and private subnets are added in the next zones; the existing ones stay"})
@@ -92,8 +123,10 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		rerun = append(rerun, StepPeering)
 	}
 	if len(rerun) == 0 {
-		out.Resources = append(out.Resources, pipeline.ResourceChange{Resource: "network/" + j.ID, Action: pipeline.ActionNoOp,
-			Changes: []pipeline.FieldChange{}, Disruption: "none"})
+		if len(out.Resources) == 0 {
+			out.Resources = append(out.Resources, pipeline.ResourceChange{Resource: "network/" + j.ID, Action: pipeline.ActionNoOp,
+				Changes: []pipeline.FieldChange{}, Disruption: "none"})
+		}
 		return out, nil
 	}
 	rerun = append(rerun, StepFinalize)

@@ -49,11 +49,20 @@ func TestPlanUpdate(t *testing.T) {
 		"adopted VPC and subnets refused": {from: `{"vpcID":"vpc-1","subnetIDs":["s-1"]}`, to: `{"vpcID":"vpc-2","subnetIDs":["s-2"]}`,
 			refused: map[string]string{"config.vpcID": "immutable", "config.subnetIDs": "immutable"}},
 		"adopted network adds no zones": {from: `{"vpcID":"vpc-1"}`, to: `{"vpcID":"vpc-1","azCount":3}`, refused: map[string]string{"config.azCount": "immutable"}},
-		"other providers add no zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "gcp",
+		"other providers add no zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "azure",
 			refused: map[string]string{"config.azCount": "provider", "config.peering": "provider"}},
+		"regional subnets: more zones change nothing": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3}`, provider: "gcp",
+			actions: []pipeline.Action{pipeline.ActionNoOp}, rerun: []string{}},
+		"regional subnets: fewer zones change nothing": {from: `{"cidr":"10.0.0.0/16","azCount":3}`, to: base, provider: "gcp",
+			actions: []pipeline.Action{pipeline.ActionNoOp}, rerun: []string{}},
+		"regional subnets: peering moved": {from: peered, to: `{"cidr":"10.0.0.0/16","azCount":2,"peering":{"peerVPCID":"vpc-b"}}`, provider: "gcp",
+			actions: []pipeline.Action{pipeline.ActionReplace}, rerun: []string{network.StepPeering, network.StepFinalize}},
+		"regional subnets: zones and peering at once": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":4,"peering":{"peerVPCID":"vpc-a"}}`, provider: "gcp",
+			peering: job.StepSkipped, actions: []pipeline.Action{pipeline.ActionNoOp, pipeline.ActionInPlace}, rerun: []string{network.StepPeering, network.StepFinalize}},
 		"invalid config": {from: base, to: `{"azCount":9}`, refused: map[string]string{"config": "invalid"}},
 	}
-	p := network.New(nil, 0)
+	p := network.New(nil, 0).WithUpdates("aws", network.Updates{Zones: true, Peering: true}).
+		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

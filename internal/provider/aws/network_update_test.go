@@ -21,7 +21,8 @@ func TestNetworkConfigUpdates(t *testing.T) {
 	t.Parallel()
 	p, _ := testProvider(t, "us-west-2")
 	ctx := testCtx(t)
-	pl := network.New(func(context.Context, *job.Job) (network.Driver, error) { return NetworkDriver{P: p}, nil }, 1)
+	pl := network.New(func(context.Context, *job.Job) (network.Driver, error) { return NetworkDriver{P: p}, nil }, 1).
+		WithUpdates("aws", network.Updates{Zones: true, Peering: true})
 	j := &job.Job{ID: "job_" + sanitize(t.Name()), OrgID: "org_test", Provider: "aws", Family: job.FamilyNetwork, Config: json.RawMessage(`{"cidr":"10.30.0.0/16","azCount":2}`)}
 	steps := pl.Steps(j)
 	for _, s := range steps {

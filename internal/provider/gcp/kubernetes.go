@@ -334,10 +334,12 @@ func (d KubernetesDriver) clusterSpec(j *job.Job, cfg kubernetes.Config, n kuber
 }
 
 // EnsureCluster implements kubernetes.Driver, one call at a time: the cluster with its node
-// pools (one create, its operation recorded in Data.ops), then any node group added since as
-// a node pool of its own and any pool whose bounds changed resized, then the endpoint and
-// CA. Ready once the cluster serves (RUNNING, RECONCILING or DEGRADED) and every pool is
-// RUNNING at its node group's bounds.
+// pools (one create, its operation recorded in Data.ops), then the control plane upgraded
+// when the config names a newer minor version, any node group added since as a node pool of
+// its own, any pool whose bounds changed resized, and the job's pools the config no longer
+// names deleted, then the endpoint and CA. Ready once the cluster serves (RUNNING,
+// RECONCILING or DEGRADED), every pool is RUNNING at its node group's bounds and the removed
+// ones are gone.
 func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kubernetes.Config, n kubernetes.Network, r kubernetes.Roles) (kubernetes.Cluster, error) {
 	ops := opsOf(j, kubernetes.InfraCluster)
 	out := kubernetes.Cluster{Name: cfg.Name, ID: d.clusterID(j), Data: map[string]any{"ops": ops}}
@@ -381,6 +383,12 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 	})
 	if !ok || err != nil {
 		return out, err
+	}
+	// A newer version goes first (GKE upgrades the control plane in place), then the pools.
+	if got != nil {
+		if ok, err := d.upgradeMaster(ctx, s, ops, full, got, cfg.Version); !ok || err != nil {
+			return out, err
+		}
 	}
 	for _, p := range pools {
 		// A resize in flight is waited on before the pool is read and compared again.
@@ -439,6 +447,11 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 			}
 			return out, nil
 		}
+	}
+	// The job's pools the config no longer names go last, once the others are up to take
+	// their pods.
+	if gone, err := d.removePools(ctx, s, j, ops, full, poolNames(cfg.NodeGroups)); !gone || err != nil {
+		return out, err
 	}
 	if got == nil || !usable(got.Status) {
 		if got, err = s.Projects.Locations.Clusters.Get(full).Context(ctx).Do(); err != nil {

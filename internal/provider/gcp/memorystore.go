@@ -154,19 +154,7 @@ func (pl Placement) createRedis(ctx context.Context, p dspipe.CreateParams) (dsp
 			}
 			return doneOr(op.Name, op.Done), nil
 		},
-		Poll: func(ctx context.Context, name string) (bool, error, error) {
-			op, err := s.Projects.Locations.Operations.Get(name).Context(ctx).Do()
-			if err != nil {
-				return false, nil, err
-			}
-			if !op.Done {
-				return false, nil, nil
-			}
-			if op.Error != nil {
-				return true, statusError(op.Error.Code, op.Error.Message, op.Error.Details), nil
-			}
-			return true, nil, nil
-		},
+		Poll: pl.pollRedis(s),
 	}
 	ops := Ops{}
 	if err := c.awaitWithin(ctx, "instance "+pl.redisInstance(), createWait, func() (bool, error) { return c.converge(ctx, ops, "create instance", r) }); err != nil {
@@ -180,6 +168,23 @@ func (pl Placement) createRedis(ctx context.Context, p dspipe.CreateParams) (dsp
 		port = redisTLSPort
 	}
 	return dspipe.ServerInfo{ID: got.Name, Host: got.Host, Port: port, AdminUser: redisUser, Version: sz.version}, nil
+}
+
+// pollRedis reads a Memorystore operation (google.longrunning) once.
+func (pl Placement) pollRedis(s *redis.Service) func(ctx context.Context, name string) (bool, error, error) {
+	return func(ctx context.Context, name string) (bool, error, error) {
+		op, err := s.Projects.Locations.Operations.Get(name).Context(ctx).Do()
+		if err != nil {
+			return false, nil, err
+		}
+		if !op.Done {
+			return false, nil, nil
+		}
+		if op.Error != nil {
+			return true, statusError(op.Error.Code, op.Error.Message, op.Error.Details), nil
+		}
+		return true, nil, nil
+	}
 }
 
 func (pl Placement) redisStatus(ctx context.Context) (dspipe.ServerStatus, error) {

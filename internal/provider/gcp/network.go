@@ -650,7 +650,7 @@ func (d NetworkDriver) peeringResource(s *compute.Service, j *job.Job, own netwo
 				if peer != nil {
 					if got, _ := parseNetwork(pr.Network); got != *peer {
 						return State{}, fault.UserAction(fmt.Errorf("peering %s goes to %s, not %s", pname, pr.Network, peer.ID()), "PeeringChanged",
-							"The job's peering goes to another network; delete the job and create it again for the new peer.", "")
+							"The job's peering was moved to another network meanwhile; retry the job.", "")
 					}
 				}
 				return State{Found: true, Ours: true, Ready: true}, nil
@@ -675,7 +675,8 @@ func (d NetworkDriver) peeringResource(s *compute.Service, j *job.Job, own netwo
 }
 
 // EnsurePeering implements network.Driver: a peering from the job's network to
-// p.PeerVPCID, exchanging subnet routes. It is awaited here (Google adds one in seconds) and
+// p.PeerVPCID, exchanging subnet routes; a peering of the job to another network (a config
+// update moved it) is removed first. It is awaited here (Google adds one in seconds) and
 // its name returned; it is ACTIVE once the peer network peers back, which is the peer's
 // owner's to do.
 func (d NetworkDriver) EnsurePeering(ctx context.Context, j *job.Job, vpcID string, p network.Peering) (string, error) {
@@ -698,14 +699,45 @@ func (d NetworkDriver) EnsurePeering(ctx context.Context, j *job.Job, vpcID stri
 	} else if err != nil {
 		return "", d.C.Classify(err)
 	}
-	r := d.peeringResource(s, j, own, &peer)
 	ops := Ops{}
+	// A config update that moved the peering to another network: the job's peering (one
+	// name per job) goes first, then the new one is added under the same name. A crash in
+	// between finds no peering and adds the new one.
+	if moved, err := d.peeringElsewhere(ctx, s, j, own, peer); err != nil {
+		return "", err
+	} else if moved {
+		if err := d.C.await(ctx, "removing peering "+name(j, rolePeering), func() (bool, error) {
+			return d.C.remove(ctx, ops, "remove peering", d.peeringResource(s, j, own, nil))
+		}); err != nil {
+			return "", err
+		}
+	}
+	r := d.peeringResource(s, j, own, &peer)
 	if err := d.C.await(ctx, "peering "+name(j, rolePeering), func() (bool, error) {
 		return d.C.converge(ctx, ops, "add peering", r)
 	}); err != nil {
 		return "", err
 	}
 	return name(j, rolePeering), nil
+}
+
+// peeringElsewhere reports whether the job's peering on network own goes to a network other
+// than peer.
+func (d NetworkDriver) peeringElsewhere(ctx context.Context, s *compute.Service, j *job.Job, own, peer networkRef) (bool, error) {
+	v, err := s.Networks.Get(own.Project, own.Name).Context(ctx).Do()
+	if notFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, d.C.Classify(err)
+	}
+	for _, pr := range v.Peerings {
+		if pr.Name == name(j, rolePeering) {
+			got, _ := parseNetwork(pr.Network)
+			return got != peer, nil
+		}
+	}
+	return false, nil
 }
 
 // DeletePeering implements network.Driver: the job's peering is removed from its network (the

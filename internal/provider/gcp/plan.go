@@ -114,9 +114,13 @@ func StepPlan(j *job.Job, step string, acc PlanAccount) plan.Step {
 			// The undo reads the job's network for its peering whether or not the job asked
 			// for one.
 			ops = append(ops, "compute.networks.get")
-			if c.Peering != nil {
+			switch {
+			case c.Peering != nil:
 				create("google_compute_network_peering", name(j, rolePeering), 1)
 				ops = append(ops, "compute.networks.addPeering", "compute.networks.removePeering", "compute.globalOperations.get")
+			case infraHas(j, network.InfraPeering):
+				// A config update took the peering away: the step removes it.
+				ops = append(ops, "compute.networks.removePeering", "compute.globalOperations.get")
 			}
 		}
 	case job.FamilyDatastore:
@@ -190,10 +194,13 @@ func ownNetwork(j *job.Job, res []plan.Resource, ops []string, nat bool) ([]plan
 }
 
 // clusterMade reports whether j's infra holds its cluster already.
-func clusterMade(j *job.Job) bool {
+func clusterMade(j *job.Job) bool { return infraHas(j, kubernetes.InfraCluster) }
+
+// infraHas reports whether j's infra records key.
+func infraHas(j *job.Job, key string) bool {
 	var infra map[string]json.RawMessage
 	_ = json.Unmarshal(j.Infra, &infra)
-	c, ok := infra[kubernetes.InfraCluster]
+	c, ok := infra[key]
 	return ok && string(c) != "null"
 }
 
@@ -250,10 +257,19 @@ func datastorePlan(j *job.Job, step string, acc PlanAccount, res []plan.Resource
 		if sql {
 			create("google_sql_database_instance", (Placement{J: j}).sqlInstanceName(e))
 			ops = append(ops, crud("cloudsql.instances")...)
+			if infraHas(j, dspipe.InfraServer) {
+				// The server on record is changed in place by a config update
+				// (instances.patch, its operations listed first).
+				ops = append(ops, "cloudsql.instances.update")
+			}
 		} else {
 			create("google_redis_instance", name(j, roleRedis))
 			ops = append(ops, crud("redis.instances")...)
 			ops = append(ops, "redis.operations.get")
+			if infraHas(j, dspipe.InfraServer) {
+				// The server on record has its memory changed by a config update.
+				ops = append(ops, "redis.instances.update")
+			}
 		}
 	case dspipe.StepWaitReady:
 		ops = append(ops, secret...)
