@@ -164,9 +164,17 @@ func BuiltinTypes() []Type {
 	"type": "object",
 	"properties": {
 		"cidr": {"type":"string","pattern":"^([0-9]{1,3}\\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$","default":"10.0.0.0/16"},
-		"azCount": {"type":"integer","minimum":1,"maximum":6,"default":2},
-		"existingVpcID": {"type":"string","minLength":1,"description":"adopt this VPC instead of creating one"},
-		"peerVpcIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]}
+		"azCount": {"type":"integer","minimum":2,"maximum":6,"default":2},
+		"vpcID": {"type":"string","minLength":1,"description":"adopt this network (AWS VPC id, GCP network, Azure VNet id) instead of making one; it is checked and never changed or deleted"},
+		"subnetIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"description":"with vpcID: the adopted network's subnets to use"},
+		"existingVpcID": {"type":"string","minLength":1,"description":"the former name of vpcID, still accepted"},
+		"noNAT": {"type":"boolean","description":"make no NAT gateway: the private subnets get no route to the internet"},
+		"peering": {"type":"object","required":["peerVPCID"],"additionalProperties":false,"description":"a peering connection to another network (AWS VPC, GCP network, Azure VNet), with routes to it from every subnet; a config update adds, moves or removes it","properties":{
+			"peerVPCID": {"type":"string","minLength":1,"description":"the peer's id: a VPC id, a GCP network's self link or name, an Azure VNet's resource id"},
+			"peerOwnerID": {"type":"string","minLength":1,"description":"AWS: the peer VPC's account, when it is another account's"},
+			"peerRegion": {"type":"string","minLength":1,"description":"AWS: the peer VPC's region, when it is another region's"}
+		}},
+		"peerVpcIDs": {"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"maxItems":0,"default":[],"description":"kept so that configs stored with it stay valid; a network takes one peering, through peering"}
 	}
 }`),
 			Outputs: []Output{
@@ -175,6 +183,7 @@ func BuiltinTypes() []Type {
 				{Name: "privateSubnetIDs", Type: "array"},
 				{Name: "natGatewayIDs", Type: "array"},
 			},
+			Check: checkNetwork,
 		},
 		{
 			Pair: PairRegistry, Title: "Container registry",
@@ -260,6 +269,19 @@ func checkVMPool(cfg map[string]any) []FieldError {
 		if _, ok := cfg["certificateArn"]; ok {
 			out = append(out, FieldError{Field: "certificateArn", Rule: "dependentRequired", Message: "a certificate needs createLoadBalancer: true"})
 		}
+	}
+	return out
+}
+
+func checkNetwork(cfg map[string]any) []FieldError {
+	var out []FieldError
+	_, adopt := cfg["vpcID"]
+	_, former := cfg["existingVpcID"]
+	if _, ok := cfg["subnetIDs"]; ok && !adopt && !former {
+		out = append(out, FieldError{Field: "subnetIDs", Rule: "dependentRequired", Message: "subnets are named only for an adopted network: set vpcID"})
+	}
+	if adopt && former {
+		out = append(out, FieldError{Field: "existingVpcID", Rule: "oneOf", Message: "existingVpcID is the former name of vpcID: send one of them"})
 	}
 	return out
 }

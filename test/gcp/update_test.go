@@ -220,3 +220,79 @@ func TestNetworkConfigUpdateOnGCP(t *testing.T) {
 		t.Fatalf("after teardown the project still holds %v of the job", left)
 	}
 }
+
+// TestNetworkPeeringThroughTheAPI adds a peering to a live network with PATCH config, moves
+// it to another network and takes it away, each through the catalog's schema and the server.
+func TestNetworkPeeringThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	peerA := e.jobs.Create(t, e.space.ID, "network", `{"cidr":"10.61.0.0/16"}`)
+	peerB := e.jobs.Create(t, e.space.ID, "network", `{"cidr":"10.62.0.0/16"}`)
+	j := e.jobs.Create(t, e.space.ID, "network", `{"cidr":"10.63.0.0/16"}`)
+	vpc := map[string]string{}
+	for _, id := range []string{peerA.ID, peerB.ID, j.ID} {
+		done := e.jobs.WaitStatus(t, id, job.StatusCompleted)
+		var infra struct {
+			Network struct {
+				VPCID string `json:"vpcID"`
+			} `json:"network"`
+		}
+		if err := json.Unmarshal(done.Infra, &infra); err != nil || infra.Network.VPCID == "" {
+			t.Fatalf("job %s infra %s: %v; want its network", id, done.Infra, err)
+		}
+		vpc[id] = infra.Network.VPCID
+	}
+	// peers are the networks the job's network peers with, as the project holds them.
+	peers := func() []string {
+		t.Helper()
+		n, ok := e.cloud.Lookup(gcpfake.HostCompute, vpc[j.ID])
+		if !ok {
+			t.Fatalf("network %s is gone", vpc[j.ID])
+		}
+		var out []string
+		for _, p := range gcpfake.Peerings(n) {
+			// The private services access connection is a peering too; it is not the job's.
+			if peer := strings.TrimPrefix(p["network"].(string), gcpfake.SelfLinkBase); !strings.HasSuffix(peer, "/servicenetworking") {
+				out = append(out, peer)
+			}
+		}
+		return out
+	}
+	update := func(set map[string]any) {
+		t.Helper()
+		cur := e.jobs.Get(t, j.ID)
+		cfg := withConfig(t, cur, set)
+		if set["peering"] == nil {
+			delete(cfg, "peering")
+		}
+		var patched job.Job
+		if err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID, map[string]any{"version": cur.Version, "config": cfg}, &patched); err != nil {
+			t.Fatalf("PATCH config %v: %v", set, err)
+		}
+		e.jobs.WaitFor(t, j.ID, "completed after the update", func(got *job.Job) bool {
+			if got.Status == job.StatusFailed {
+				t.Fatalf("the update %v failed: %+v", set, got.Failure)
+			}
+			return got.Status == job.StatusCompleted && got.Version > patched.Version
+		})
+	}
+	update(map[string]any{"peering": map[string]any{"peerVPCID": vpc[peerA.ID]}})
+	if got := peers(); len(got) != 1 || got[0] != vpc[peerA.ID] {
+		t.Fatalf("after adding: peerings %v; want one to %s", got, vpc[peerA.ID])
+	}
+	update(map[string]any{"peering": map[string]any{"peerVPCID": vpc[peerB.ID]}})
+	if got := peers(); len(got) != 1 || got[0] != vpc[peerB.ID] {
+		t.Fatalf("after moving: peerings %v; want one to %s", got, vpc[peerB.ID])
+	}
+	update(map[string]any{"peering": nil})
+	if got := peers(); len(got) != 0 {
+		t.Fatalf("after removing: peerings %v; want none", got)
+	}
+	refused(t, e, e.jobs.Get(t, j.ID), map[string]any{"peering": map[string]any{"peerRegion": "europe-west1"}}, "config.peering.peerVPCID", "required")
+	for _, id := range []string{j.ID, peerA.ID, peerB.ID} {
+		e.jobs.Teardown(t, id)
+		if left := labelled(e.cloud, id); len(left) > 0 {
+			t.Fatalf("after teardown the project still holds %v of job %s", left, id)
+		}
+	}
+}

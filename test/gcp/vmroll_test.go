@@ -54,9 +54,9 @@ func madeSince(cloud *gcpfake.Cloud, mark int) (templates, instances map[string]
 	return templates, instances
 }
 
-// patchConfig sends the job's new config and waits until the engine has carried it out (the
+// patchConfigOn sends the job's new config and waits until the engine has carried it out (the
 // job completed at a version past the PATCH).
-func patchConfig(t *testing.T, cl *client.Client, j *job.Job, config string) *job.Job {
+func patchConfigOn(t *testing.T, cl *client.Client, j *job.Job, config string) *job.Job {
 	t.Helper()
 	var patched job.Job
 	if err := cl.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID,
@@ -132,7 +132,7 @@ func TestVMPoolConfigUpdateRollsThePool(t *testing.T) {
 	j = e.jobs.WaitStatus(t, j.ID, job.StatusCompleted)
 	_, oldInstances := poolOnCloud(e.cloud, j.ID)
 	mark := len(e.cloud.Made())
-	j = patchConfig(t, e.s.Client, j, strings.Replace(before, "e2-small", "e2-medium", 1))
+	j = patchConfigOn(t, e.s.Client, j, strings.Replace(before, "e2-small", "e2-medium", 1))
 	checkRolled(t, e.cloud, j, mark, 2)
 	_, instances := poolOnCloud(e.cloud, j.ID)
 	for n := range oldInstances {

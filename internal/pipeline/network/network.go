@@ -32,12 +32,14 @@ const (
 
 // Config is a network request.
 type Config struct {
-	CIDR      string   `json:"cidr,omitempty"`
-	AZCount   int      `json:"azCount,omitempty"`
-	NoNAT     bool     `json:"noNAT,omitempty"`
-	VPCID     string   `json:"vpcID,omitempty"`     // adopt an existing VPC
-	SubnetIDs []string `json:"subnetIDs,omitempty"` // with VPCID
-	Peering   *Peering `json:"peering,omitempty"`
+	CIDR    string `json:"cidr,omitempty"`
+	AZCount int    `json:"azCount,omitempty"`
+	NoNAT   bool   `json:"noNAT,omitempty"`
+	VPCID   string `json:"vpcID,omitempty"` // adopt an existing VPC
+	// ExistingVPCID is vpcID's former name, still accepted; DecodeConfig folds it into VPCID.
+	ExistingVPCID string   `json:"existingVpcID,omitempty"`
+	SubnetIDs     []string `json:"subnetIDs,omitempty"` // with VPCID
+	Peering       *Peering `json:"peering,omitempty"`
 }
 
 // Peering asks for a VPC peering connection to another VPC.
@@ -93,6 +95,9 @@ func DecodeConfig(raw json.RawMessage) (Config, error) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return c, fmt.Errorf("config: %w", err)
 		}
+	}
+	if c.VPCID == "" {
+		c.VPCID = c.ExistingVPCID
 	}
 	return c, nil
 }

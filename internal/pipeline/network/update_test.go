@@ -115,3 +115,21 @@ func TestPlanUpdate(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeConfigTakesTheFormerAdoptionName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, raw, want string }{
+		{"former name", `{"existingVpcID":"vpc-1"}`, "vpc-1"},
+		{"current name", `{"vpcID":"vpc-2"}`, "vpc-2"},
+		{"current name wins", `{"vpcID":"vpc-2","existingVpcID":"vpc-1"}`, "vpc-2"},
+		{"neither", `{}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := network.DecodeConfig(json.RawMessage(tc.raw))
+			if err != nil || c.VPCID != tc.want {
+				t.Fatalf("DecodeConfig(%s) = %q, %v; want %q", tc.raw, c.VPCID, err, tc.want)
+			}
+		})
+	}
+}
