@@ -32,6 +32,10 @@ type ModifyParams struct {
 	// ApplyImmediately false leaves a disruptive change (the instance class) to the server's
 	// next maintenance window.
 	ApplyImmediately bool
+	// Data is what the previous call returned in ModifyResult.Data while the change was under
+	// way (nil on the first call): a cloud whose change is a long-running operation finds it
+	// there and polls it instead of starting another.
+	Data map[string]any
 }
 
 // ModifyResult says what Modify sent.
@@ -40,7 +44,17 @@ type ModifyResult struct {
 	Changed []string
 	// Pending names those the cloud holds for the maintenance window.
 	Pending []string
+	// Wait says the cloud is still applying the change: the step waits (releasing its worker)
+	// and calls Modify again with Data, which the job records meanwhile under
+	// InfraServerUpdate, so a restarted server resumes the same operation.
+	Wait bool
+	// Data is the driver's record of the change in flight (an operation's resume token).
+	Data map[string]any
 }
+
+// InfraServerUpdate is where create_server records a server change in flight (the driver's
+// ModifyResult.Data); it is removed once the change is done.
+const InfraServerUpdate = "serverUpdate"
 
 // fieldRule is how an update treats one config field.
 type fieldRule struct {
@@ -204,11 +218,25 @@ func (p *Pipeline) modifyServer(ctx context.Context, rn run, r *pipeline.Run) (p
 		return pipeline.Result{}, fault.UserAction(err, "UnsupportedUpdate", err.Error(), "")
 	}
 	immediately := rn.cfg.ApplyImmediately == nil || *rn.cfg.ApplyImmediately
-	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(), ApplyImmediately: immediately})
+	var inFlight struct {
+		Data map[string]any `json:"data"`
+	}
+	if _, err := r.Infra(InfraServerUpdate, &inFlight); err != nil {
+		return pipeline.Result{}, fault.System(err)
+	}
+	res, err := m.Modify(ctx, ModifyParams{JobID: r.Job.ID, Engine: rn.cfg.Engine, Settings: rn.cfg.settings(), ApplyImmediately: immediately,
+		Data: inFlight.Data})
 	if err != nil {
 		return pipeline.Result{}, err
 	}
+	if res.Wait {
+		return pipeline.Wait(p.poll, fmt.Sprintf("the cloud is applying %v", res.Changed),
+			map[string]any{InfraServerUpdate: map[string]any{"data": res.Data}}), nil
+	}
 	out := pipeline.Done(nil)
+	if inFlight.Data != nil {
+		out.Infra = map[string]any{InfraServerUpdate: nil}
+	}
 	switch {
 	case len(res.Changed) == 0:
 		out.Message = "the server already has the config's settings"

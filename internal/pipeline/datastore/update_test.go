@@ -179,3 +179,60 @@ func TestUpdateModifiesServer(t *testing.T) {
 		t.Fatalf("modify %+v, result %+v", mod.got, res)
 	}
 }
+
+// waitServers is a provider whose change is a long-running operation: the first Modify starts
+// it and returns its token to record, the second finds the token and reports it done.
+type waitServers struct {
+	dspipe.Servers
+	calls []dspipe.ModifyParams
+}
+
+func (w *waitServers) Modifiable(ds.Engine) []string { return []string{"allocatedStorageGB"} }
+
+func (w *waitServers) Modify(_ context.Context, p dspipe.ModifyParams) (dspipe.ModifyResult, error) {
+	w.calls = append(w.calls, p)
+	if p.Data["token"] == "op-1" {
+		return dspipe.ModifyResult{Changed: []string{"allocatedStorageGB"}}, nil
+	}
+	return dspipe.ModifyResult{Changed: []string{"allocatedStorageGB"}, Wait: true, Data: map[string]any{"token": "op-1"}}, nil
+}
+
+// TestUpdateWaitsOnTheCloud: a Modify under way makes create_server wait with the driver's
+// record in infra; the next call is given that record, and the step then finishes and drops it.
+func TestUpdateWaitsOnTheCloud(t *testing.T) {
+	t.Parallel()
+	mod := &waitServers{Servers: stubServers{}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"postgres","allocatedStorageGB":20}`)
+	pl, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","allocatedStorageGB":40}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Config, j.Steps = pl.Config, pl.Steps
+	var step pipeline.Step
+	for _, s := range p.Steps(j) {
+		if s.Name == dspipe.StepCreateServer {
+			step = s
+		}
+	}
+	res, err := step.Do(t.Context(), &pipeline.Run{Job: j, Step: step.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != pipeline.OutcomeWait || res.Infra[dspipe.InfraServerUpdate] == nil {
+		t.Fatalf("first call: %+v", res)
+	}
+	if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
+		t.Fatal(err)
+	}
+	res, err = step.Do(t.Context(), &pipeline.Run{Job: j, Step: step.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mod.calls) != 2 || mod.calls[0].Data != nil || mod.calls[1].Data["token"] != "op-1" {
+		t.Fatalf("calls %+v", mod.calls)
+	}
+	if v, ok := res.Infra[dspipe.InfraServerUpdate]; res.Outcome != pipeline.OutcomeDone || !ok || v != nil {
+		t.Fatalf("second call: %+v", res)
+	}
+}
