@@ -24,6 +24,14 @@ type Modifier interface {
 	Modify(ctx context.Context, p ModifyParams) (ModifyResult, error)
 }
 
+// ImmediateOnly is what a Modifier also offers when its cloud cannot hold a change for the
+// server's maintenance window (Azure's flexible servers take a new size when asked): an
+// update of one of those settings with applyImmediately false is refused, rather than
+// carried out now against the request.
+type ImmediateOnly interface {
+	AppliedAtOnce(engine ds.Engine) []string
+}
+
 // ModifyParams asks for one job's server to take new settings.
 type ModifyParams struct {
 	JobID    string
@@ -123,9 +131,12 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		rc.Changes = []pipeline.FieldChange{}
 	}
 	immediately := req.ApplyImmediately == nil || *req.ApplyImmediately
-	var modifiable []string
+	var modifiable, atOnce []string
 	if m, ok := p.modifier(j.Provider); ok {
 		modifiable = m.Modifiable(next.Engine)
+		if io, ok := m.(ImmediateOnly); ok {
+			atOnce = io.AppliedAtOnce(next.Engine)
+		}
 	}
 	for _, c := range changes {
 		if !slices.Contains(modifiable, c.Field) {
@@ -151,7 +162,10 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 			}
 		case "instanceClass":
 			rc.Disruption = "brief restart"
-			if !immediately {
+			if !immediately && slices.Contains(atOnce, c.Field) {
+				refused = append(refused, validation.FieldError{Field: "config.instanceClass", Rule: "provider",
+					Message: fmt.Sprintf("provider %s applies a new instanceClass at once (a brief restart) and cannot hold it for the maintenance window; send applyImmediately: true", j.Provider)})
+			} else if !immediately {
 				rc.Disruption = "brief restart in the next maintenance window"
 			}
 		}

@@ -3,6 +3,7 @@ package datastore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 
@@ -234,5 +235,33 @@ func TestUpdateWaitsOnTheCloud(t *testing.T) {
 	}
 	if v, ok := res.Infra[dspipe.InfraServerUpdate]; res.Outcome != pipeline.OutcomeDone || !ok || v != nil {
 		t.Fatalf("second call: %+v", res)
+	}
+}
+
+// atOnceServers apply a new instance class when asked, whatever the maintenance window.
+type atOnceServers struct{ modServers }
+
+func (a *atOnceServers) AppliedAtOnce(ds.Engine) []string { return []string{"instanceClass"} }
+
+// TestUpdateRefusesAWindowTheCloudCannotKeep: applyImmediately false with a setting the
+// provider applies at once is refused by field; sent at once it is planned.
+func TestUpdateRefusesAWindowTheCloudCannotKeep(t *testing.T) {
+	t.Parallel()
+	mod := &atOnceServers{modServers{Servers: stubServers{}, modifiable: []string{"instanceClass", "allocatedStorageGB"}}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"postgres","instanceClass":"Standard_B1ms","allocatedStorageGB":32}`)
+	no := false
+	_, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","instanceClass":"Standard_B2s","allocatedStorageGB":32}`), ApplyImmediately: &no})
+	var ve validation.Error
+	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config.instanceClass" || ve[0].Rule != "provider" {
+		t.Fatalf("refusal = %v", err)
+	}
+	// Storage alone is not a restart: the window does not matter.
+	if _, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","instanceClass":"Standard_B1ms","allocatedStorageGB":64}`), ApplyImmediately: &no}); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","instanceClass":"Standard_B2s","allocatedStorageGB":32}`)})
+	if err != nil || pl.Resources[0].Disruption != "brief restart" {
+		t.Fatalf("plan = %+v, %v", pl, err)
 	}
 }
