@@ -112,7 +112,7 @@ func cloudFamilies(o AWSOptions, mods *provider.Registry, components kubernetes.
 	add(dnszone.New(provider.Loader(mods, job.FamilyDNSZone, provider.DNSZoneDrivers.DNSZoneDriver)),
 		provider.Offering[provider.DNSZoneDrivers](mods))
 	add(kubernetes.New(provider.Loader(mods, job.FamilyKubernetes, provider.KubernetesDrivers.KubernetesDriver),
-		components, poll).WithSpaces(spaces).WithUpdates("aws"), provider.Offering[provider.KubernetesDrivers](mods))
+		components, poll).WithSpaces(spaces).WithUpdates("aws", "azure"), provider.Offering[provider.KubernetesDrivers](mods))
 	return fams, vm
 }
 
