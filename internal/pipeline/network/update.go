@@ -27,7 +27,12 @@ var fixedFields = []struct {
 
 // updatableOn are the providers whose network driver converges a live network on a re-run:
 // it makes the subnets of added zones and replaces or deletes a peering the config changed.
-var updatableOn = []string{"aws"}
+var updatableOn = []string{"aws", "azure"}
+
+// zonalSubnetsOn are the providers of updatableOn whose subnets each sit in one zone, so that
+// azCount places subnets. Elsewhere (Azure) a subnet spans every zone of the region: azCount
+// places nothing, and a change of it is refused as one the provider cannot carry out.
+var zonalSubnetsOn = []string{"aws"}
 
 var _ interface {
 	PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error)
@@ -65,6 +70,10 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 	case to < from:
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "shrink",
 			Message: fmt.Sprintf("subnets are never removed (from %d to %d zones): what runs in them would be stranded; make a new network", from, to)})
+	}
+	if to > from && cur.VPCID == "" && slices.Contains(updatableOn, j.Provider) && !slices.Contains(zonalSubnetsOn, j.Provider) {
+		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "provider",
+			Message: "provider " + j.Provider + " makes subnets that span every zone of the region: azCount places nothing there, so there is nothing to change"})
 	}
 	if !slices.Contains(updatableOn, j.Provider) {
 		if from != to {

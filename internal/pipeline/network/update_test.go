@@ -51,6 +51,11 @@ func TestPlanUpdate(t *testing.T) {
 		"adopted network adds no zones": {from: `{"vpcID":"vpc-1"}`, to: `{"vpcID":"vpc-1","azCount":3}`, refused: map[string]string{"config.azCount": "immutable"}},
 		"other providers add no zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "gcp",
 			refused: map[string]string{"config.azCount": "provider", "config.peering": "provider"}},
+		"azure moves a peering": {from: peered, to: `{"cidr":"10.0.0.0/16","azCount":2,"peering":{"peerVPCID":"vpc-b"}}`, provider: "azure",
+			actions: []pipeline.Action{pipeline.ActionReplace}, rerun: []string{network.StepPeering, network.StepFinalize}},
+		"azure removes a peering": {from: peered, to: base, provider: "azure", actions: []pipeline.Action{pipeline.ActionInPlace}, rerun: []string{network.StepPeering, network.StepFinalize}},
+		"azure subnets span the zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "azure",
+			refused: map[string]string{"config.azCount": "provider"}},
 		"invalid config": {from: base, to: `{"azCount":9}`, refused: map[string]string{"config": "invalid"}},
 	}
 	p := network.New(nil, 0)
