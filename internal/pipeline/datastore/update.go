@@ -32,6 +32,14 @@ type ImmediateOnly interface {
 	AppliedAtOnce(engine ds.Engine) []string
 }
 
+// Explainer is what a Modifier also offers to say why it does not change a setting in place
+// for an engine: the refusal (rule provider) carries its words instead of the general ones.
+type Explainer interface {
+	// WhyNotModifiable is why field is not changed in place for engine; "" for no reason
+	// of its own.
+	WhyNotModifiable(engine ds.Engine, field string) string
+}
+
 // ModifyParams asks for one job's server to take new settings.
 type ModifyParams struct {
 	JobID    string
@@ -131,17 +139,28 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		rc.Changes = []pipeline.FieldChange{}
 	}
 	immediately := req.ApplyImmediately == nil || *req.ApplyImmediately
-	var modifiable, atOnce []string
+	var (
+		modifiable, atOnce []string
+		why                func(field string) string
+	)
 	if m, ok := p.modifier(j.Provider); ok {
 		modifiable = m.Modifiable(next.Engine)
 		if io, ok := m.(ImmediateOnly); ok {
 			atOnce = io.AppliedAtOnce(next.Engine)
 		}
+		if ex, ok := m.(Explainer); ok {
+			why = func(field string) string { return ex.WhyNotModifiable(next.Engine, field) }
+		}
 	}
 	for _, c := range changes {
 		if !slices.Contains(modifiable, c.Field) {
-			refused = append(refused, validation.FieldError{Field: "config." + c.Field, Rule: "provider",
-				Message: fmt.Sprintf("provider %s cannot change it in place for %s", j.Provider, next.Engine)})
+			msg := fmt.Sprintf("provider %s cannot change it in place for %s", j.Provider, next.Engine)
+			if why != nil {
+				if w := why(c.Field); w != "" {
+					msg = w
+				}
+			}
+			refused = append(refused, validation.FieldError{Field: "config." + c.Field, Rule: "provider", Message: msg})
 			continue
 		}
 		switch c.Field {

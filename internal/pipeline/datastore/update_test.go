@@ -265,3 +265,24 @@ func TestUpdateRefusesAWindowTheCloudCannotKeep(t *testing.T) {
 		t.Fatalf("plan = %+v, %v", pl, err)
 	}
 }
+
+// explainingServers say why they keep a setting.
+type explainingServers struct{ modServers }
+
+func (e *explainingServers) WhyNotModifiable(_ ds.Engine, field string) string {
+	return "the cache keeps its " + field
+}
+
+// TestUpdateRefusalCarriesTheProvidersReason: a setting the provider does not change is
+// refused (rule provider) in the provider's words.
+func TestUpdateRefusalCarriesTheProvidersReason(t *testing.T) {
+	t.Parallel()
+	mod := &explainingServers{modServers{Servers: stubServers{}}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"redis","instanceClass":"Standard_C1"}`)
+	_, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"redis","instanceClass":"Standard_C2"}`)})
+	var ve validation.Error
+	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config.instanceClass" || ve[0].Rule != "provider" || ve[0].Message != "the cache keeps its instanceClass" {
+		t.Fatalf("refusal = %v", err)
+	}
+}

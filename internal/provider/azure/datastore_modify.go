@@ -13,6 +13,7 @@ import (
 var (
 	_ dspipe.Modifier      = DatastoreDriver{}
 	_ dspipe.ImmediateOnly = DatastoreDriver{}
+	_ dspipe.Explainer     = DatastoreDriver{}
 )
 
 // flexModifiable are the settings a flexible server's PATCH changes in place. The engine, its
@@ -29,6 +30,20 @@ func (d DatastoreDriver) Modifiable(e ds.Engine) []string {
 		return flexModifiable
 	}
 	return nil
+}
+
+// WhyNotModifiable implements dspipe.Explainer: an Azure Cache for Redis keeps the size it was
+// made with. Azure scales a cache, but a Basic cache loses its data when it does and a
+// Premium one never goes back to a lower tier; Groundwork does not make that call for the
+// user yet.
+func (d DatastoreDriver) WhyNotModifiable(e ds.Engine, field string) string {
+	if e != ds.EngineRedis {
+		return ""
+	}
+	if field == "instanceClass" {
+		return "Azure Cache for Redis is not resized by Groundwork yet (scaling a Basic cache drops its data; a Premium cache never returns to a lower tier): make a new datastore with the size you want, or scale the cache in the Azure portal"
+	}
+	return "Azure Cache for Redis keeps the " + field + " it was made with; make a new datastore with the setting you want"
 }
 
 // AppliedAtOnce implements dspipe.ImmediateOnly: a flexible server takes a new compute size

@@ -187,4 +187,10 @@ func TestDatastoreModifyRefusals(t *testing.T) {
 	if _, err := d.Modify(context.Background(), dspipe.ModifyParams{JobID: "job_x", Engine: ds.EngineRedis}); err == nil {
 		t.Error("a cache was modified")
 	}
+	if why := d.WhyNotModifiable(ds.EngineRedis, "instanceClass"); !strings.Contains(why, "Azure Cache for Redis") {
+		t.Errorf("why a cache keeps its size: %q", why)
+	}
+	if why := d.WhyNotModifiable(ds.EnginePostgres, "instanceClass"); why != "" {
+		t.Errorf("a flexible server explains a refusal it does not make: %q", why)
+	}
 }
