@@ -233,3 +233,26 @@ func TestKubernetesConfigUpdateOnAzure(t *testing.T) {
 		}
 	}
 }
+
+// A live Azure network refuses a larger azCount through the server, naming it: its subnets
+// span every zone of the region, so there is nothing to add. (The catalog's network settings
+// carry no peering, so a peering update is proved through the pipeline in
+// internal/provider/azure.)
+func TestNetworkAZCountRefusedOnAzure(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	e := newEnv(t, nil)
+	j := waitStatus(t, e.s.Client, e.create(t, "network", `{"cidr":"10.60.0.0/16"}`).ID, job.StatusCompleted)
+	before := len(e.cloud.Calls())
+	err := e.s.Client.Do(ctx, http.MethodPatch, "/api/provisioning-jobs/"+j.ID, map[string]any{"config": withConfig(t, j, map[string]any{"azCount": 3})}, nil)
+	if !refusedField(err, "config.azCount", "provider") {
+		t.Errorf("azCount: %v; want 400 naming config.azCount (provider)", err)
+	}
+	if after := e.cloud.Calls(); len(after) != before {
+		t.Errorf("a refused update reached Azure: %v", after[before:])
+	}
+	e.teardown(t, j.ID)
+	if left := tagged(e.cloud, j.ID); len(left) > 0 {
+		t.Fatalf("after teardown the subscription still holds %v of the job", left)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/pipeline/kubernetes"
+	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/secrets/secretstest"
@@ -106,5 +108,91 @@ func TestPlanListsTheActionsOfAnUpdate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A live network's peering moved and then removed by config updates, carried out as the engine
+// does (the network pipeline's plan, its re-opened steps run again): the peering follows, and
+// every action the updates call is in the job's plan.
+func TestNetworkPeeringUpdateThroughThePipeline(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, cloud := testClient(t)
+	var peers []string
+	for i, cidr := range []string{"10.71.0.0/16", "10.72.0.0/16"} {
+		peer := &job.Job{ID: "job_peer" + string(rune('a'+i)), OrgID: "org_plan", SpaceID: "spc_plan", Provider: Name, Family: job.FamilyNetwork}
+		until(t, ctx, "peer network", func() (bool, error) {
+			n, _, done, err := clientOn(t, cloud, "rg-peers").EnsureVNet(ctx, peer, network.InfraNetwork, VNetRequest{CIDR: cidr})
+			if done {
+				peers = append(peers, n.VNetID)
+			}
+			return done, err
+		})
+	}
+	pl := network.New(func(context.Context, *job.Job) (network.Driver, error) { return NetworkDriver{C: c}, nil }, time.Millisecond)
+	j := &job.Job{ID: "job_netupd", OrgID: "org_plan", SpaceID: "spc_plan", Kind: job.KindProvisioning, Family: job.FamilyNetwork, Provider: Name,
+		Mode: job.ModeCreate, Config: json.RawMessage(`{"cidr":"10.70.0.0/16","noNAT":true,"peering":{"peerVPCID":"` + peers[0] + `"}}`), Infra: json.RawMessage(`{}`)}
+	if err := pl.Validate(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range pl.Steps(j) {
+		drivertest.RunStep(ctx, t, j, s, false, nil)
+		j.Steps = append(j.Steps, job.StepRecord{Name: s.Name, Status: job.StepDone})
+	}
+	j.Status = job.StatusCompleted
+	own := name(j, "vnet")
+	remote := func() string {
+		raw, ok := cloud.Raw(c.sub("Microsoft.Network", "virtualNetworks", own) + "/virtualNetworkPeerings/" + name(j, "peering"))
+		if !ok {
+			return ""
+		}
+		var v struct {
+			Properties struct {
+				RemoteVirtualNetwork struct{ ID string } `json:"remoteVirtualNetwork"`
+			} `json:"properties"`
+		}
+		_ = json.Unmarshal(raw, &v)
+		return v.Properties.RemoteVirtualNetwork.ID
+	}
+	if got := remote(); !strings.EqualFold(got, peers[0]) {
+		t.Fatalf("made with a peering to %q", got)
+	}
+	for _, tc := range []struct {
+		config string
+		action pipeline.Action
+		want   string
+	}{
+		{`{"cidr":"10.70.0.0/16","noNAT":true,"peering":{"peerVPCID":"` + peers[1] + `"}}`, pipeline.ActionReplace, peers[1]},
+		{`{"cidr":"10.70.0.0/16","noNAT":true}`, pipeline.ActionInPlace, ""},
+	} {
+		up, err := pl.PlanUpdate(ctx, j, pipeline.UpdateRequest{Config: json.RawMessage(tc.config)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(up.Resources) != 1 || up.Resources[0].Action != tc.action {
+			t.Fatalf("plan %+v; want one %s", up.Resources, tc.action)
+		}
+		planJob := *j
+		planJob.Config = up.Config
+		planned := StepPlan(&planJob, network.StepPeering)
+		j.Config, j.Steps = up.Config, up.Steps
+		for _, s := range pl.Steps(j) {
+			if !slices.Contains(up.Rerun, s.Name) {
+				continue
+			}
+			mark := cloud.Mark()
+			drivertest.RunStep(ctx, t, j, s, false, nil)
+			if s.Name != network.StepPeering {
+				continue
+			}
+			for _, a := range cloud.ActionsSince(mark) {
+				if !slices.Contains(planned.Operations, a) {
+					t.Errorf("the update called %s, which the peering step's plan does not list", a)
+				}
+			}
+		}
+		if got := remote(); !strings.EqualFold(got, tc.want) {
+			t.Fatalf("after the update the peering goes to %q, want %q", got, tc.want)
+		}
 	}
 }
