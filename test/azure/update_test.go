@@ -68,9 +68,9 @@ func mutations(e *env, method, part string) int {
 }
 
 // A live PostgreSQL flexible server takes a config update through the server: storage grows
-// and backup retention lengthens on the same server in one PATCH, polled as a wait; a shrink
-// and a size change held for the maintenance window (which Azure cannot do) are refused by
-// field. DELETE then leaves nothing of the job.
+// and backup retention lengthens on the same server in one PATCH, polled as a wait; a shrink,
+// a size change held for the maintenance window (which Azure cannot do) and high availability
+// on a burstable size are refused by field. DELETE then leaves nothing of the job.
 func TestDatastoreConfigUpdateOnAzure(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -93,6 +93,9 @@ func TestDatastoreConfigUpdateOnAzure(t *testing.T) {
 	if err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"config": withConfig(t, j, map[string]any{"instanceClass": "Standard_D4ds_v5"}),
 		"applyImmediately": false}, nil); !refusedField(err, "config.instanceClass", "provider") {
 		t.Errorf("size for the maintenance window: %v; want 400 naming config.instanceClass (provider)", err)
+	}
+	if err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"config": withConfig(t, j, map[string]any{"instanceClass": "Standard_B2s", "multiAZ": true})}, nil); !refusedField(err, "config", "provider") {
+		t.Errorf("high availability on a burstable size: %v; want 400 naming config (provider)", err)
 	}
 	if n := mutations(e, "PATCH", "/flexibleServers/"); n != 0 {
 		t.Fatalf("refused updates sent %d PATCH", n)

@@ -104,7 +104,7 @@ var _ interface {
 // server's settings change in place through the provider's Modifier, and create_server and
 // wait_ready run again (create_server, finding its server on record, modifies it instead of
 // creating one). Refusals are a validation.Error naming each field (config.<name>).
-func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
+func (p *Pipeline) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
 	if j.Mode == job.ModeAdopt {
 		return nil, validation.New("config", "adopted", "an adopted datastore is not Groundwork's to change; adopt it again with the new details")
 	}
@@ -186,6 +186,24 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 					Message: fmt.Sprintf("provider %s applies a new instanceClass at once (a brief restart) and cannot hold it for the maintenance window; send applyImmediately: true", j.Provider)})
 			} else if !immediately {
 				rc.Disruption = "brief restart in the next maintenance window"
+			}
+		}
+	}
+	if len(refused) == 0 && len(changes) > 0 {
+		// The provider's own check of the settings, as the validate step runs it when a job
+		// is made (that step does not run again): a combination the cloud refuses (high
+		// availability on a burstable size, say) is refused now rather than failing the job.
+		if d, ok := p.drivers[j.Provider]; ok && d.Servers != nil {
+			if _, err := d.Servers.Check(ctx, CheckParams{Engine: next.Engine, Version: next.Version, Settings: next.settings()}); err != nil {
+				fe := fault.As(err)
+				if fe == nil || fe.Class != job.ClassUserAction {
+					return nil, err
+				}
+				msg := err.Error()
+				if fe.FixHint != "" {
+					msg += ": " + fe.FixHint
+				}
+				refused = append(refused, validation.FieldError{Field: "config", Rule: "provider", Message: msg})
 			}
 		}
 	}

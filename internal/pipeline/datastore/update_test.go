@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
@@ -149,8 +151,13 @@ func TestPlanUpdate(t *testing.T) {
 	}
 }
 
-// stubServers is a provider that is never called in these tests.
+// stubServers is a provider whose only call in these tests is the settings' check, which
+// passes.
 type stubServers struct{ dspipe.Servers }
+
+func (stubServers) Check(context.Context, dspipe.CheckParams) (dspipe.CheckResult, error) {
+	return dspipe.CheckResult{}, nil
+}
 
 // TestUpdateModifiesServer: create_server, re-opened by an update, asks the provider to modify
 // the server on record (with the config's settings and the maintenance-window choice) and
@@ -284,5 +291,30 @@ func TestUpdateRefusalCarriesTheProvidersReason(t *testing.T) {
 	var ve validation.Error
 	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config.instanceClass" || ve[0].Rule != "provider" || ve[0].Message != "the cache keeps its instanceClass" {
 		t.Fatalf("refusal = %v", err)
+	}
+}
+
+// refusingServers refuse every settings check as a cloud refuses a combination it cannot make.
+type refusingServers struct{ modServers }
+
+func (*refusingServers) Check(context.Context, dspipe.CheckParams) (dspipe.CheckResult, error) {
+	return dspipe.CheckResult{}, fault.UserAction(errors.New("multiAZ on a burstable size"), "HANotOnBurstable", "Pick a general purpose size.", "")
+}
+
+// TestUpdateRunsTheProvidersCheck: the settings an update asks for go through the provider's
+// check, as at creation; its refusal is a field error with the fix, not a failed job later.
+func TestUpdateRunsTheProvidersCheck(t *testing.T) {
+	t.Parallel()
+	mod := &refusingServers{modServers{Servers: stubServers{}, modifiable: []string{"multiAZ"}}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"postgres","multiAZ":false}`)
+	_, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","multiAZ":true}`)})
+	var ve validation.Error
+	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config" || ve[0].Rule != "provider" || !strings.Contains(ve[0].Message, "Pick a general purpose size.") {
+		t.Fatalf("refusal = %v", err)
+	}
+	// A config that changes nothing is not checked again.
+	if _, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","multiAZ":false}`)}); err != nil {
+		t.Fatal(err)
 	}
 }
