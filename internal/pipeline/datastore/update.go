@@ -281,7 +281,11 @@ func (p *Pipeline) modifyServer(ctx context.Context, rn run, r *pipeline.Run) (p
 		return pipeline.Result{}, err
 	}
 	if res.Wait {
-		return pipeline.Wait(p.poll, fmt.Sprintf("the cloud is applying %v", res.Changed),
+		msg := fmt.Sprintf("the cloud is applying %v", res.Changed)
+		if len(res.Changed) == 0 {
+			msg = "waiting for the server to finish an operation under way"
+		}
+		return pipeline.Wait(p.poll, msg,
 			map[string]any{InfraServerUpdate: map[string]any{"data": res.Data}}), nil
 	}
 	out := pipeline.Done(nil)

@@ -89,7 +89,7 @@ func (d DatastoreDriver) Modify(ctx context.Context, p dspipe.ModifyParams) (dsp
 		}
 		if !v.found {
 			return res, fault.UserAction(fmt.Errorf("server %s is gone", srv), "ServerGone",
-				"The datastore's server no longer exists; delete the job.", c.PortalURL(v.id))
+				"The datastore's server no longer exists; delete the job.", "")
 		}
 		switch {
 		case strings.EqualFold(v.state, "Stopped"), strings.EqualFold(v.state, "Disabled"):
