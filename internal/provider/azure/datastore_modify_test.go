@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
 	"github.com/groundworkhq/groundwork/internal/provider/azure/azurefake"
@@ -192,5 +193,21 @@ func TestDatastoreModifyRefusals(t *testing.T) {
 	}
 	if why := d.WhyNotModifiable(ds.EnginePostgres, "instanceClass"); why != "" {
 		t.Errorf("a flexible server explains a refusal it does not make: %q", why)
+	}
+}
+
+// A server deleted outside Groundwork is the user's to sort out: the update says so and sends
+// nothing.
+func TestDatastoreModifyOfAGoneServer(t *testing.T) {
+	t.Parallel()
+	c, cloud := testClient(t)
+	m := datastoreOn(c).Servers.(dspipe.Modifier)
+	_, err := m.Modify(context.Background(), dspipe.ModifyParams{JobID: "job_gone", Engine: ds.EnginePostgres,
+		Settings: map[string]any{"allocatedStorageGB": float64(64)}, ApplyImmediately: true})
+	if fe := fault.As(err); fe == nil || fe.Class != job.ClassUserAction || fe.Code != "ServerGone" {
+		t.Fatalf("modify of a gone server: %v", err)
+	}
+	if n := patches(cloud); n != 0 {
+		t.Errorf("%d PATCH sent", n)
 	}
 }
