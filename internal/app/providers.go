@@ -105,20 +105,21 @@ func cloudFamilies(o AWSOptions, mods *provider.Registry, components kubernetes.
 	if add(pool, provider.Offering[provider.VMPoolDrivers](mods)) {
 		vm = pool
 	}
-	// A live network on AWS takes more zones and peering changes; on GCP, whose subnets are
-	// regional, peering changes (azCount means nothing there).
+	// A live network on AWS takes more zones and peering changes; on GCP and Azure, whose
+	// subnets span the region's zones, peering changes (azCount places nothing there).
 	add(network.New(provider.Loader(mods, job.FamilyNetwork, provider.NetworkDrivers.NetworkDriver), poll).
 		WithUpdates("aws", network.Updates{Zones: true, Peering: true}).
-		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true}),
+		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true}).
+		WithUpdates("azure", network.Updates{Peering: true, RegionalSubnets: true}),
 		provider.Offering[provider.NetworkDrivers](mods))
 	add(registry.New(provider.Loader(mods, job.FamilyRegistry, provider.RegistryDrivers.RegistryDriver)),
 		provider.Offering[provider.RegistryDrivers](mods))
 	add(dnszone.New(provider.Loader(mods, job.FamilyDNSZone, provider.DNSZoneDrivers.DNSZoneDriver)),
 		provider.Offering[provider.DNSZoneDrivers](mods))
-	// The EKS and GKE drivers converge a live cluster to its config (groups added, resized and
-	// removed, the control plane upgraded); the others only ever add groups.
+	// The EKS, GKE and AKS drivers converge a live cluster to its config (groups added, resized and
+	// removed, the control plane upgraded).
 	add(kubernetes.New(provider.Loader(mods, job.FamilyKubernetes, provider.KubernetesDrivers.KubernetesDriver),
-		components, poll).WithSpaces(spaces).WithUpdates("aws", "gcp"), provider.Offering[provider.KubernetesDrivers](mods))
+		components, poll).WithSpaces(spaces).WithUpdates("aws", "gcp", "azure"), provider.Offering[provider.KubernetesDrivers](mods))
 	return fams, vm
 }
 

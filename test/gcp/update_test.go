@@ -181,39 +181,25 @@ func TestKubernetesConfigUpdateOnGKE(t *testing.T) {
 }
 
 // TestNetworkConfigUpdateOnGCP: through the server, a changed azCount of a live GCP network
-// is a no-op (GCP subnets are regional): the dry run says so and reruns nothing, and the PATCH
-// answers the job as it is, recording no revision and touching nothing in the project.
-// (The catalog's network settings carry no peering, so a peering update is proved through the
-// pipeline in internal/provider/gcp.)
+// is refused by field (GCP subnets are regional: azCount places nothing), by the dry run and by
+// PATCH alike, before anything reaches the project.
 func TestNetworkConfigUpdateOnGCP(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.jobs.Create(t, e.space.ID, "network", `{"cidr":"10.60.0.0/16"}`)
 	j = e.jobs.WaitStatus(t, j.ID, job.StatusCompleted)
 	before := e.cloud.Mutations(gcpfake.HostCompute, "/")
-	next := withConfig(t, j, map[string]any{"azCount": 3})
-	var plan struct {
-		Resources []struct {
-			Action     string `json:"action"`
-			Disruption string `json:"disruption"`
-		} `json:"resources"`
-		Rerun []string `json:"rerun"`
+	err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs/"+j.ID+"/update-plan", map[string]any{"config": withConfig(t, j, map[string]any{"azCount": 3})}, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || len(ce.Errors) != 1 || ce.Errors[0].Field != "config.azCount" || ce.Errors[0].Rule != "provider" {
+		t.Fatalf("update plan of azCount: %v; want 400 naming config.azCount (provider)", err)
 	}
-	if err := e.s.Client.Do(testCtx(t), http.MethodPost, "/api/provisioning-jobs/"+j.ID+"/update-plan", map[string]any{"config": next}, &plan); err != nil {
-		t.Fatalf("update plan: %v", err)
-	}
-	if len(plan.Resources) != 1 || plan.Resources[0].Action != "no-op" || !strings.Contains(plan.Resources[0].Disruption, "regional") || len(plan.Rerun) != 0 {
-		t.Fatalf("update plan of azCount: %+v; want a no-op saying subnets are regional", plan)
-	}
-	var patched job.Job
-	if err := e.s.Client.Do(testCtx(t), http.MethodPatch, "/api/provisioning-jobs/"+j.ID, map[string]any{"version": j.Version, "config": next}, &patched); err != nil {
-		t.Fatalf("PATCH config: %v", err)
-	}
-	if patched.Status != job.StatusCompleted || patched.Version != j.Version {
-		t.Fatalf("PATCH of azCount: job %s at version %d (was %d); want it as it was", patched.Status, patched.Version, j.Version)
-	}
+	refused(t, e, j, map[string]any{"azCount": 3}, "config.azCount", "provider")
 	if after := e.cloud.Mutations(gcpfake.HostCompute, "/"); after != before {
-		t.Fatalf("%d compute mutations for an azCount change; want none", after-before)
+		t.Fatalf("%d compute mutations for a refused azCount change; want none", after-before)
+	}
+	if got := e.jobs.Get(t, j.ID); got.Version != j.Version || got.Status != job.StatusCompleted {
+		t.Fatalf("job %s at version %d after the refusals (was %d); want it as it was", got.Status, got.Version, j.Version)
 	}
 	e.jobs.Teardown(t, j.ID)
 	if left := labelled(e.cloud, j.ID); len(left) > 0 {

@@ -32,6 +32,14 @@ type ImmediateOnly interface {
 	AppliedAtOnce(engine ds.Engine) []string
 }
 
+// Explainer is what a Modifier also offers to say why it does not change a setting in place
+// for an engine: the refusal (rule provider) carries its words instead of the general ones.
+type Explainer interface {
+	// WhyNotModifiable is why field is not changed in place for engine; "" for no reason
+	// of its own.
+	WhyNotModifiable(engine ds.Engine, field string) string
+}
+
 // ModifyParams asks for one job's server to take new settings.
 type ModifyParams struct {
 	JobID    string
@@ -96,7 +104,7 @@ var _ interface {
 // server's settings change in place through the provider's Modifier, and create_server and
 // wait_ready run again (create_server, finding its server on record, modifies it instead of
 // creating one). Refusals are a validation.Error naming each field (config.<name>).
-func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
+func (p *Pipeline) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
 	if j.Mode == job.ModeAdopt {
 		return nil, validation.New("config", "adopted", "an adopted datastore is not Groundwork's to change; adopt it again with the new details")
 	}
@@ -131,17 +139,28 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		rc.Changes = []pipeline.FieldChange{}
 	}
 	immediately := req.ApplyImmediately == nil || *req.ApplyImmediately
-	var modifiable, atOnce []string
+	var (
+		modifiable, atOnce []string
+		why                func(field string) string
+	)
 	if m, ok := p.modifier(j.Provider); ok {
 		modifiable = m.Modifiable(next.Engine)
 		if io, ok := m.(ImmediateOnly); ok {
 			atOnce = io.AppliedAtOnce(next.Engine)
 		}
+		if ex, ok := m.(Explainer); ok {
+			why = func(field string) string { return ex.WhyNotModifiable(next.Engine, field) }
+		}
 	}
 	for _, c := range changes {
 		if !slices.Contains(modifiable, c.Field) {
-			refused = append(refused, validation.FieldError{Field: "config." + c.Field, Rule: "provider",
-				Message: fmt.Sprintf("provider %s cannot change it in place for %s", j.Provider, next.Engine)})
+			msg := fmt.Sprintf("provider %s cannot change it in place for %s", j.Provider, next.Engine)
+			if why != nil {
+				if w := why(c.Field); w != "" {
+					msg = w
+				}
+			}
+			refused = append(refused, validation.FieldError{Field: "config." + c.Field, Rule: "provider", Message: msg})
 			continue
 		}
 		switch c.Field {
@@ -167,6 +186,24 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 					Message: fmt.Sprintf("provider %s applies a new instanceClass at once (a brief restart) and cannot hold it for the maintenance window; send applyImmediately: true", j.Provider)})
 			} else if !immediately {
 				rc.Disruption = "brief restart in the next maintenance window"
+			}
+		}
+	}
+	if len(refused) == 0 && len(changes) > 0 {
+		// The provider's own check of the settings, as the validate step runs it when a job
+		// is made (that step does not run again): a combination the cloud refuses (high
+		// availability on a burstable size, say) is refused now rather than failing the job.
+		if d, ok := p.drivers[j.Provider]; ok && d.Servers != nil {
+			if _, err := d.Servers.Check(ctx, CheckParams{Engine: next.Engine, Version: next.Version, Settings: next.settings()}); err != nil {
+				fe := fault.As(err)
+				if fe == nil || fe.Class != job.ClassUserAction {
+					return nil, err
+				}
+				msg := err.Error()
+				if fe.FixHint != "" {
+					msg += ": " + fe.FixHint
+				}
+				refused = append(refused, validation.FieldError{Field: "config", Rule: "provider", Message: msg})
 			}
 		}
 	}
@@ -244,7 +281,11 @@ func (p *Pipeline) modifyServer(ctx context.Context, rn run, r *pipeline.Run) (p
 		return pipeline.Result{}, err
 	}
 	if res.Wait {
-		return pipeline.Wait(p.poll, fmt.Sprintf("the cloud is applying %v", res.Changed),
+		msg := fmt.Sprintf("the cloud is applying %v", res.Changed)
+		if len(res.Changed) == 0 {
+			msg = "waiting for the server to finish an operation under way"
+		}
+		return pipeline.Wait(p.poll, msg,
 			map[string]any{InfraServerUpdate: map[string]any{"data": res.Data}}), nil
 	}
 	out := pipeline.Done(nil)

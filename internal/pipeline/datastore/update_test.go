@@ -3,10 +3,13 @@ package datastore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	ds "github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 	dspipe "github.com/groundworkhq/groundwork/internal/pipeline/datastore"
@@ -148,8 +151,13 @@ func TestPlanUpdate(t *testing.T) {
 	}
 }
 
-// stubServers is a provider that is never called in these tests.
+// stubServers is a provider whose only call in these tests is the settings' check, which
+// passes.
 type stubServers struct{ dspipe.Servers }
+
+func (stubServers) Check(context.Context, dspipe.CheckParams) (dspipe.CheckResult, error) {
+	return dspipe.CheckResult{}, nil
+}
 
 // TestUpdateModifiesServer: create_server, re-opened by an update, asks the provider to modify
 // the server on record (with the config's settings and the maintenance-window choice) and
@@ -177,5 +185,136 @@ func TestUpdateModifiesServer(t *testing.T) {
 	}
 	if mod.got == nil || mod.got.JobID != j.ID || mod.got.ApplyImmediately || mod.got.Settings["allocatedStorageGB"] != 40 || res.Outcome != pipeline.OutcomeDone {
 		t.Fatalf("modify %+v, result %+v", mod.got, res)
+	}
+}
+
+// waitServers is a provider whose change is a long-running operation: the first Modify starts
+// it and returns its token to record, the second finds the token and reports it done.
+type waitServers struct {
+	dspipe.Servers
+	calls []dspipe.ModifyParams
+}
+
+func (w *waitServers) Modifiable(ds.Engine) []string { return []string{"allocatedStorageGB"} }
+
+func (w *waitServers) Modify(_ context.Context, p dspipe.ModifyParams) (dspipe.ModifyResult, error) {
+	w.calls = append(w.calls, p)
+	if p.Data["token"] == "op-1" {
+		return dspipe.ModifyResult{Changed: []string{"allocatedStorageGB"}}, nil
+	}
+	return dspipe.ModifyResult{Changed: []string{"allocatedStorageGB"}, Wait: true, Data: map[string]any{"token": "op-1"}}, nil
+}
+
+// TestUpdateWaitsOnTheCloud: a Modify under way makes create_server wait with the driver's
+// record in infra; the next call is given that record, and the step then finishes and drops it.
+func TestUpdateWaitsOnTheCloud(t *testing.T) {
+	t.Parallel()
+	mod := &waitServers{Servers: stubServers{}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"postgres","allocatedStorageGB":20}`)
+	pl, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","allocatedStorageGB":40}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Config, j.Steps = pl.Config, pl.Steps
+	var step pipeline.Step
+	for _, s := range p.Steps(j) {
+		if s.Name == dspipe.StepCreateServer {
+			step = s
+		}
+	}
+	res, err := step.Do(t.Context(), &pipeline.Run{Job: j, Step: step.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != pipeline.OutcomeWait || res.Infra[dspipe.InfraServerUpdate] == nil {
+		t.Fatalf("first call: %+v", res)
+	}
+	if j.Infra, err = pipeline.MergeInfra(j.Infra, res.Infra); err != nil {
+		t.Fatal(err)
+	}
+	res, err = step.Do(t.Context(), &pipeline.Run{Job: j, Step: step.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mod.calls) != 2 || mod.calls[0].Data != nil || mod.calls[1].Data["token"] != "op-1" {
+		t.Fatalf("calls %+v", mod.calls)
+	}
+	if v, ok := res.Infra[dspipe.InfraServerUpdate]; res.Outcome != pipeline.OutcomeDone || !ok || v != nil {
+		t.Fatalf("second call: %+v", res)
+	}
+}
+
+// atOnceServers apply a new instance class when asked, whatever the maintenance window.
+type atOnceServers struct{ modServers }
+
+func (a *atOnceServers) AppliedAtOnce(ds.Engine) []string { return []string{"instanceClass"} }
+
+// TestUpdateRefusesAWindowTheCloudCannotKeep: applyImmediately false with a setting the
+// provider applies at once is refused by field; sent at once it is planned.
+func TestUpdateRefusesAWindowTheCloudCannotKeep(t *testing.T) {
+	t.Parallel()
+	mod := &atOnceServers{modServers{Servers: stubServers{}, modifiable: []string{"instanceClass", "allocatedStorageGB"}}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"postgres","instanceClass":"Standard_B1ms","allocatedStorageGB":32}`)
+	no := false
+	_, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","instanceClass":"Standard_B2s","allocatedStorageGB":32}`), ApplyImmediately: &no})
+	var ve validation.Error
+	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config.instanceClass" || ve[0].Rule != "provider" {
+		t.Fatalf("refusal = %v", err)
+	}
+	// Storage alone is not a restart: the window does not matter.
+	if _, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","instanceClass":"Standard_B1ms","allocatedStorageGB":64}`), ApplyImmediately: &no}); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","instanceClass":"Standard_B2s","allocatedStorageGB":32}`)})
+	if err != nil || pl.Resources[0].Disruption != "brief restart" {
+		t.Fatalf("plan = %+v, %v", pl, err)
+	}
+}
+
+// explainingServers say why they keep a setting.
+type explainingServers struct{ modServers }
+
+func (e *explainingServers) WhyNotModifiable(_ ds.Engine, field string) string {
+	return "the cache keeps its " + field
+}
+
+// TestUpdateRefusalCarriesTheProvidersReason: a setting the provider does not change is
+// refused (rule provider) in the provider's words.
+func TestUpdateRefusalCarriesTheProvidersReason(t *testing.T) {
+	t.Parallel()
+	mod := &explainingServers{modServers{Servers: stubServers{}}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"redis","instanceClass":"Standard_C1"}`)
+	_, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"redis","instanceClass":"Standard_C2"}`)})
+	var ve validation.Error
+	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config.instanceClass" || ve[0].Rule != "provider" || ve[0].Message != "the cache keeps its instanceClass" {
+		t.Fatalf("refusal = %v", err)
+	}
+}
+
+// refusingServers refuse every settings check as a cloud refuses a combination it cannot make.
+type refusingServers struct{ modServers }
+
+func (*refusingServers) Check(context.Context, dspipe.CheckParams) (dspipe.CheckResult, error) {
+	return dspipe.CheckResult{}, fault.UserAction(errors.New("multiAZ on a burstable size"), "HANotOnBurstable", "Pick a general purpose size.", "")
+}
+
+// TestUpdateRunsTheProvidersCheck: the settings an update asks for go through the provider's
+// check, as at creation; its refusal is a field error with the fix, not a failed job later.
+func TestUpdateRunsTheProvidersCheck(t *testing.T) {
+	t.Parallel()
+	mod := &refusingServers{modServers{Servers: stubServers{}, modifiable: []string{"multiAZ"}}}
+	p := dspipe.New(dspipe.Options{Drivers: map[string]dspipe.Driver{"cloud": {Servers: mod}}})
+	j := liveJob(`{"engine":"postgres","multiAZ":false}`)
+	_, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","multiAZ":true}`)})
+	var ve validation.Error
+	if !errors.As(err, &ve) || len(ve) != 1 || ve[0].Field != "config" || ve[0].Rule != "provider" || !strings.Contains(ve[0].Message, "Pick a general purpose size.") {
+		t.Fatalf("refusal = %v", err)
+	}
+	// A config that changes nothing is not checked again.
+	if _, err := p.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(`{"engine":"postgres","multiAZ":false}`)}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -33,8 +33,8 @@ type Updates struct {
 	Zones bool
 	// Peering: create_peering adds, replaces or deletes the peering the config changed.
 	Peering bool
-	// RegionalSubnets: the cloud's subnets span every zone of the region (GCP), so a live
-	// network's azCount changes nothing there; a change of it is answered as a no-op.
+	// RegionalSubnets: the cloud's subnets span every zone of the region (GCP, Azure), so a
+	// live network's azCount places nothing there; a change of it is refused saying so.
 	RegionalSubnets bool
 }
 
@@ -59,9 +59,10 @@ var _ interface {
 // is missing, leaving what exists alone. peering is added, removed or replaced (another peer
 // VPC) by create_peering running again. Everything else is refused by name: a smaller azCount
 // would strand what runs in the removed subnets. On a provider whose subnets are regional
-// (Updates.RegionalSubnets) azCount changes nothing, larger or smaller: the diff lists it as a
-// no-op saying why, and no step runs for it. What a provider does not change (WithUpdates) is
-// refused with rule provider.
+// (Updates.RegionalSubnets: GCP, Azure) azCount places nothing, so a change of it is refused
+// saying so: taken as a no-op it would record no revision, and the job would keep a config
+// other than the one sent. What a provider does not change (WithUpdates) is refused with rule
+// provider.
 func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
 	cur, err := DecodeConfig(j.Config)
 	if err != nil {
@@ -82,20 +83,19 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 	}
 	u := p.updates[j.Provider]
 	from, to := azCount(cur), azCount(next)
-	// regional: azCount means nothing to the cloud's subnets; its change is a no-op.
-	regional := false
 	switch {
 	case from == to:
 	case cur.VPCID != "":
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "immutable",
 			Message: "an adopted VPC's subnets are the customer's; Groundwork adds none to it"})
 	case u.RegionalSubnets:
-		regional = true
+		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "provider",
+			Message: "provider " + j.Provider + " makes subnets that span every zone of the region: azCount places nothing there, so there is nothing to change"})
 	case to < from:
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "shrink",
 			Message: fmt.Sprintf("subnets are never removed (from %d to %d zones): what runs in them would be stranded; make a new network", from, to)})
 	}
-	if from != to && !u.Zones && !regional {
+	if from != to && !u.Zones && !u.RegionalSubnets {
 		refused = append(refused, validation.FieldError{Field: "config.azCount", Rule: "provider",
 			Message: "provider " + j.Provider + " cannot add zones to a live network yet"})
 	}
@@ -108,11 +108,7 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 	}
 	out := &pipeline.UpdatePlan{Config: req.Config, Steps: slices.Clone(j.Steps), Rerun: []string{}, Resources: []pipeline.ResourceChange{}}
 	var rerun []string
-	if regional {
-		out.Resources = append(out.Resources, pipeline.ResourceChange{Resource: "subnets/" + j.ID, Action: pipeline.ActionNoOp,
-			Changes:    []pipeline.FieldChange{{Field: "azCount", From: from, To: to}},
-			Disruption: "none: " + j.Provider + " subnets are regional, each spanning every zone of the region, so azCount changes nothing"})
-	} else if from != to {
+	if from != to {
 		out.Resources = append(out.Resources, pipeline.ResourceChange{Resource: "subnets/" + j.ID, Action: pipeline.ActionInPlace,
 			Changes:    []pipeline.FieldChange{{Field: "azCount", From: from, To: to}},
 			Disruption: "none: public and private subnets are added in the next zones; the existing ones stay"})

@@ -49,20 +49,24 @@ func TestPlanUpdate(t *testing.T) {
 		"adopted VPC and subnets refused": {from: `{"vpcID":"vpc-1","subnetIDs":["s-1"]}`, to: `{"vpcID":"vpc-2","subnetIDs":["s-2"]}`,
 			refused: map[string]string{"config.vpcID": "immutable", "config.subnetIDs": "immutable"}},
 		"adopted network adds no zones": {from: `{"vpcID":"vpc-1"}`, to: `{"vpcID":"vpc-1","azCount":3}`, refused: map[string]string{"config.azCount": "immutable"}},
-		"other providers add no zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "azure",
+		"other providers add no zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "local",
 			refused: map[string]string{"config.azCount": "provider", "config.peering": "provider"}},
-		"regional subnets: more zones change nothing": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3}`, provider: "gcp",
-			actions: []pipeline.Action{pipeline.ActionNoOp}, rerun: []string{}},
-		"regional subnets: fewer zones change nothing": {from: `{"cidr":"10.0.0.0/16","azCount":3}`, to: base, provider: "gcp",
-			actions: []pipeline.Action{pipeline.ActionNoOp}, rerun: []string{}},
+		"regional subnets: more zones refused": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3}`, provider: "gcp",
+			refused: map[string]string{"config.azCount": "provider"}},
+		"regional subnets: fewer zones refused": {from: `{"cidr":"10.0.0.0/16","azCount":3}`, to: base, provider: "gcp",
+			refused: map[string]string{"config.azCount": "provider"}},
 		"regional subnets: peering moved": {from: peered, to: `{"cidr":"10.0.0.0/16","azCount":2,"peering":{"peerVPCID":"vpc-b"}}`, provider: "gcp",
 			actions: []pipeline.Action{pipeline.ActionReplace}, rerun: []string{network.StepPeering, network.StepFinalize}},
-		"regional subnets: zones and peering at once": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":4,"peering":{"peerVPCID":"vpc-a"}}`, provider: "gcp",
-			peering: job.StepSkipped, actions: []pipeline.Action{pipeline.ActionNoOp, pipeline.ActionInPlace}, rerun: []string{network.StepPeering, network.StepFinalize}},
+		"azure moves a peering": {from: peered, to: `{"cidr":"10.0.0.0/16","azCount":2,"peering":{"peerVPCID":"vpc-b"}}`, provider: "azure",
+			actions: []pipeline.Action{pipeline.ActionReplace}, rerun: []string{network.StepPeering, network.StepFinalize}},
+		"azure removes a peering": {from: peered, to: base, provider: "azure", actions: []pipeline.Action{pipeline.ActionInPlace}, rerun: []string{network.StepPeering, network.StepFinalize}},
+		"azure subnets span the zones": {from: base, to: `{"cidr":"10.0.0.0/16","azCount":3,"peering":{"peerVPCID":"vpc-a"}}`, provider: "azure",
+			refused: map[string]string{"config.azCount": "provider"}},
 		"invalid config": {from: base, to: `{"azCount":9}`, refused: map[string]string{"config": "invalid"}},
 	}
 	p := network.New(nil, 0).WithUpdates("aws", network.Updates{Zones: true, Peering: true}).
-		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true})
+		WithUpdates("gcp", network.Updates{Peering: true, RegionalSubnets: true}).
+		WithUpdates("azure", network.Updates{Peering: true, RegionalSubnets: true})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

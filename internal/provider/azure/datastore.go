@@ -488,6 +488,11 @@ func (c *Client) sub(namespace, typ, name string) string {
 type serverView struct {
 	found           bool
 	id, fqdn, state string
+	// The settings a config update changes.
+	sku       string
+	storageGB int32
+	backups   int32
+	ha        bool
 }
 
 // readServer reads the job's server; one of its name that is not the job's is refused.

@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/mysql/armmysqlflexibleservers"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/postgresql/armpostgresqlflexibleservers/v4"
@@ -28,6 +29,11 @@ type flexServers interface {
 	// server's state).
 	begin(ctx context.Context, rg, name string, s serverSpec) error
 	beginDelete(ctx context.Context, rg, name string) error
+	// update brings the server to s's settings named in fields (instanceClass,
+	// allocatedStorageGB, backupRetentionDays, multiAZ) through the service's PATCH, sending
+	// only those; it starts the operation, or polls the one recorded in ops under key, and
+	// reports whether it is done.
+	update(ctx context.Context, c *Client, ops Ops, key, rg, name string, s sizing, fields []string) (bool, error)
 }
 
 func flexOf(c *Client, e ds.Engine) (flexServers, error) {
@@ -59,13 +65,51 @@ func (p pgServers) get(ctx context.Context, rg, name string) (serverView, map[st
 		return serverView{}, nil, err
 	}
 	out := serverView{id: deref(v.ID)}
-	if v.Properties != nil {
-		out.fqdn = deref(v.Properties.FullyQualifiedDomainName)
-		if v.Properties.State != nil {
-			out.state = string(*v.Properties.State)
+	if v.SKU != nil {
+		out.sku = deref(v.SKU.Name)
+	}
+	if pr := v.Properties; pr != nil {
+		out.fqdn = deref(pr.FullyQualifiedDomainName)
+		if pr.State != nil {
+			out.state = string(*pr.State)
 		}
+		if pr.Storage != nil && pr.Storage.StorageSizeGB != nil {
+			out.storageGB = *pr.Storage.StorageSizeGB
+		}
+		if pr.Backup != nil && pr.Backup.BackupRetentionDays != nil {
+			out.backups = *pr.Backup.BackupRetentionDays
+		}
+		out.ha = pr.HighAvailability != nil && pr.HighAvailability.Mode != nil && *pr.HighAvailability.Mode != armpostgresqlflexibleservers.HighAvailabilityModeDisabled
 	}
 	return out, v.Tags, nil
+}
+
+func (p pgServers) update(ctx context.Context, c *Client, ops Ops, key, rg, name string, s sizing, fields []string) (bool, error) {
+	var u armpostgresqlflexibleservers.ServerForUpdate
+	props := &armpostgresqlflexibleservers.ServerPropertiesForUpdate{}
+	for _, f := range fields {
+		switch f {
+		case "instanceClass":
+			u.SKU = &armpostgresqlflexibleservers.SKU{Name: to.Ptr(s.sku), Tier: to.Ptr(armpostgresqlflexibleservers.SKUTier(s.tier))}
+		case "allocatedStorageGB":
+			props.Storage = &armpostgresqlflexibleservers.Storage{StorageSizeGB: to.Ptr(s.storageGB)}
+		case "backupRetentionDays":
+			props.Backup = &armpostgresqlflexibleservers.Backup{BackupRetentionDays: to.Ptr(s.backups)}
+		case "multiAZ":
+			ha := armpostgresqlflexibleservers.HighAvailabilityModeDisabled
+			if s.ha {
+				ha = armpostgresqlflexibleservers.HighAvailabilityModeZoneRedundant
+			}
+			props.HighAvailability = &armpostgresqlflexibleservers.HighAvailability{Mode: to.Ptr(ha)}
+		}
+	}
+	if props.Storage != nil || props.Backup != nil || props.HighAvailability != nil {
+		u.Properties = props
+	}
+	begin := func(ctx context.Context, tok string) (*runtime.Poller[armpostgresqlflexibleservers.ServersClientUpdateResponse], error) {
+		return p.c.BeginUpdate(ctx, rg, name, u, &armpostgresqlflexibleservers.ServersClientBeginUpdateOptions{ResumeToken: tok})
+	}
+	return startOrPoll(ctx, c, ops, key, begin)
 }
 
 func (p pgServers) begin(ctx context.Context, rg, name string, s serverSpec) error {
@@ -108,13 +152,51 @@ func (m mysqlServers) get(ctx context.Context, rg, name string) (serverView, map
 		return serverView{}, nil, err
 	}
 	out := serverView{id: deref(v.ID)}
-	if v.Properties != nil {
-		out.fqdn = deref(v.Properties.FullyQualifiedDomainName)
-		if v.Properties.State != nil {
-			out.state = string(*v.Properties.State)
+	if v.SKU != nil {
+		out.sku = deref(v.SKU.Name)
+	}
+	if pr := v.Properties; pr != nil {
+		out.fqdn = deref(pr.FullyQualifiedDomainName)
+		if pr.State != nil {
+			out.state = string(*pr.State)
 		}
+		if pr.Storage != nil && pr.Storage.StorageSizeGB != nil {
+			out.storageGB = *pr.Storage.StorageSizeGB
+		}
+		if pr.Backup != nil && pr.Backup.BackupRetentionDays != nil {
+			out.backups = *pr.Backup.BackupRetentionDays
+		}
+		out.ha = pr.HighAvailability != nil && pr.HighAvailability.Mode != nil && *pr.HighAvailability.Mode != armmysqlflexibleservers.HighAvailabilityModeDisabled
 	}
 	return out, v.Tags, nil
+}
+
+func (m mysqlServers) update(ctx context.Context, c *Client, ops Ops, key, rg, name string, s sizing, fields []string) (bool, error) {
+	var u armmysqlflexibleservers.ServerForUpdate
+	props := &armmysqlflexibleservers.ServerPropertiesForUpdate{}
+	for _, f := range fields {
+		switch f {
+		case "instanceClass":
+			u.SKU = &armmysqlflexibleservers.SKU{Name: to.Ptr(s.sku), Tier: to.Ptr(armmysqlflexibleservers.SKUTier(s.tier))}
+		case "allocatedStorageGB":
+			props.Storage = &armmysqlflexibleservers.Storage{StorageSizeGB: to.Ptr(s.storageGB)}
+		case "backupRetentionDays":
+			props.Backup = &armmysqlflexibleservers.Backup{BackupRetentionDays: to.Ptr(s.backups)}
+		case "multiAZ":
+			ha := armmysqlflexibleservers.HighAvailabilityModeDisabled
+			if s.ha {
+				ha = armmysqlflexibleservers.HighAvailabilityModeZoneRedundant
+			}
+			props.HighAvailability = &armmysqlflexibleservers.HighAvailability{Mode: to.Ptr(ha)}
+		}
+	}
+	if props.Storage != nil || props.Backup != nil || props.HighAvailability != nil {
+		u.Properties = props
+	}
+	begin := func(ctx context.Context, tok string) (*runtime.Poller[armmysqlflexibleservers.ServersClientUpdateResponse], error) {
+		return m.c.BeginUpdate(ctx, rg, name, u, &armmysqlflexibleservers.ServersClientBeginUpdateOptions{ResumeToken: tok})
+	}
+	return startOrPoll(ctx, c, ops, key, begin)
 }
 
 func (m mysqlServers) begin(ctx context.Context, rg, name string, s serverSpec) error {

@@ -168,11 +168,7 @@ func (p pool) sizes() (count int32, auto bool, lo, hi *int32) {
 
 func (p pool) profile(j *job.Job, version, subnet string) armcontainerservice.ManagedClusterAgentPoolProfile {
 	count, auto, lo, hi := p.sizes()
-	mode := armcontainerservice.AgentPoolModeUser
-	if p.system {
-		mode = armcontainerservice.AgentPoolModeSystem
-	}
-	prof := armcontainerservice.ManagedClusterAgentPoolProfile{Name: to.Ptr(p.name), Mode: to.Ptr(mode), VMSize: to.Ptr(p.ng.InstanceType),
+	prof := armcontainerservice.ManagedClusterAgentPoolProfile{Name: to.Ptr(p.name), Mode: to.Ptr(p.mode()), VMSize: to.Ptr(p.ng.InstanceType),
 		Count: to.Ptr(count), EnableAutoScaling: to.Ptr(auto), MinCount: lo, MaxCount: hi, VnetSubnetID: to.Ptr(subnet),
 		OSType: to.Ptr(armcontainerservice.OSTypeLinux), Type: to.Ptr(armcontainerservice.AgentPoolTypeVirtualMachineScaleSets),
 		Tags: tags(j, "pool-"+p.name)}
@@ -182,6 +178,17 @@ func (p pool) profile(j *job.Job, version, subnet string) armcontainerservice.Ma
 	return prof
 }
 
+// mode is the pool's AKS mode: the first node group's pool is the System pool (the cluster's
+// own pods run there), the others are User pools. When the first group is removed by an
+// update, the next one becomes the System pool before the old one is deleted (AKS keeps a
+// cluster's last System pool).
+func (p pool) mode() armcontainerservice.AgentPoolMode {
+	if p.system {
+		return armcontainerservice.AgentPoolModeSystem
+	}
+	return armcontainerservice.AgentPoolModeUser
+}
+
 // matches reports whether an agent pool Azure holds has p's sizes (its VM size cannot change
 // in place, so it is not compared; a running autoscaler moves count, so that is not either).
 func (p pool) matches(props *armcontainerservice.ManagedClusterAgentPoolProfileProperties) bool {
@@ -189,6 +196,9 @@ func (p pool) matches(props *armcontainerservice.ManagedClusterAgentPoolProfileP
 		return false
 	}
 	count, auto, lo, hi := p.sizes()
+	if want := p.mode(); props.Mode == nil || *props.Mode != want {
+		return false
+	}
 	if !auto {
 		return !isTrue(props.EnableAutoScaling) && props.Count != nil && *props.Count == count
 	}
@@ -275,6 +285,22 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 	if !ok || err != nil {
 		return out, err
 	}
+	// A config newer than the control plane (a config update) upgrades it first, alone: a
+	// PUT of the cluster as AKS holds it with the new kubernetesVersion, its agent pools at
+	// the versions they run, so the nodes keep theirs.
+	if cfg.Version != "" {
+		var cur armcontainerservice.ManagedCluster
+		ok, err := converge(ctx, d.C, ops, "upgrade cluster", func(ctx context.Context) (State, error) {
+			v, err := mcs.Get(ctx, rg, clName, nil)
+			cur = v.ManagedCluster
+			return stateOf(err, v.Tags, v.Properties, j)
+		}, func() bool { return atLeast(cur, cfg.Version) }, func(ctx context.Context, tok string) (*runtime.Poller[armcontainerservice.ManagedClustersClientCreateOrUpdateResponse], error) {
+			return mcs.BeginCreateOrUpdate(ctx, rg, clName, upgraded(cur, cfg.Version), &armcontainerservice.ManagedClustersClientBeginCreateOrUpdateOptions{ResumeToken: tok})
+		})
+		if !ok || err != nil {
+			return out, err
+		}
+	}
 	// Every pool, the system pool too, is then kept at its node group's sizes through the
 	// agent pools API: a resize is a PUT of the pool, not of the whole cluster.
 	for _, p := range ps {
@@ -289,7 +315,7 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 			}
 			return stateOf(err, t, v.Properties, j)
 		}, func() bool { return p.matches(have) }, func(ctx context.Context, tok string) (*runtime.Poller[armcontainerservice.AgentPoolsClientCreateOrUpdateResponse], error) {
-			return aps.BeginCreateOrUpdate(ctx, rg, clName, p.name, armcontainerservice.AgentPool{Properties: poolProperties(prof)},
+			return aps.BeginCreateOrUpdate(ctx, rg, clName, p.name, armcontainerservice.AgentPool{Properties: resized(poolProperties(prof), have)},
 				&armcontainerservice.AgentPoolsClientBeginCreateOrUpdateOptions{ResumeToken: tok})
 		})
 		if !ready || err != nil {
@@ -297,6 +323,11 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, cfg kub
 			// pool's is under way.
 			return out, err
 		}
+	}
+	// The job's pools the config no longer names go, one at a time; a pool someone else
+	// added to the cluster (without the job's tags) is left alone.
+	if gone, err := d.removePools(ctx, j, aps, ops, ps); !gone || err != nil {
+		return out, err
 	}
 	// The account's principal administers the cluster it made: the components step and
 	// every later use reach the API server with the account's tokens.

@@ -72,6 +72,20 @@ func converge[T any](ctx context.Context, c *Client, ops Ops, key string, get fu
 	return settle(ctx, c, ops, key, p)
 }
 
+// startOrPoll polls the operation recorded in ops under key, or starts one: for a change
+// whose caller has already decided, from a GET, that it must be sent. It reports whether the
+// operation is done.
+func startOrPoll[T any](ctx context.Context, c *Client, ops Ops, key string, begin Begin[T]) (bool, error) {
+	if tok := ops[key]; tok != "" {
+		return poll(ctx, c, ops, key, tok, begin)
+	}
+	p, err := begin(ctx, "")
+	if err != nil {
+		return false, c.Classify(err)
+	}
+	return settle(ctx, c, ops, key, p)
+}
+
 // remove deletes one resource, one call at a time; it reports whether it is gone.
 func remove[T any](ctx context.Context, c *Client, ops Ops, key string, get func(ctx context.Context) (State, error), begin Begin[T]) (bool, error) {
 	if tok := ops[key]; tok != "" {

@@ -288,7 +288,8 @@ func (c *Client) DeleteVNet(ctx context.Context, j *job.Job) (bool, error) {
 }
 
 // EnsurePeering implements network.Driver: a peering from the job's VNet to peerVPCID (a
-// virtual network's resource id). Azure makes one in seconds, so it is awaited here.
+// virtual network's resource id), replacing one of the job's to another network. Azure makes
+// one in seconds, so it is awaited here.
 func (d NetworkDriver) EnsurePeering(ctx context.Context, j *job.Job, vnetID string, p network.Peering) (string, error) {
 	if _, err := arm.ParseResourceID(p.PeerVPCID); err != nil {
 		return "", fault.UserAction(fmt.Errorf("peering.peerVPCID %q: %w", p.PeerVPCID, err), "InvalidVNetID",
@@ -305,16 +306,38 @@ func (d NetworkDriver) EnsurePeering(ctx context.Context, j *job.Job, vnetID str
 	peerings := f.NewVirtualNetworkPeeringsClient()
 	pname := name(j, "peering")
 	ops := Ops{}
+	read := func(ctx context.Context) (State, string, error) {
+		v, err := peerings.Get(ctx, own.ResourceGroupName, own.Name, pname, nil)
+		if notFound(err) {
+			return State{}, "", nil
+		}
+		if err != nil {
+			return State{}, "", err
+		}
+		remote := ""
+		if v.Properties != nil && v.Properties.RemoteVirtualNetwork != nil {
+			remote = deref(v.Properties.RemoteVirtualNetwork.ID)
+		}
+		return State{Found: true, Provisioning: provisioning(v.Properties)}, remote, nil
+	}
 	err = d.C.await(ctx, "peering "+pname, func() (bool, error) {
-		return converge(ctx, d.C, ops, "peering", func(ctx context.Context) (State, error) {
-			v, err := peerings.Get(ctx, own.ResourceGroupName, own.Name, pname, nil)
-			if notFound(err) {
-				return State{}, nil
-			}
-			if err != nil {
+		// A peering keeps its remote network (Azure refuses to change it): one of the job's
+		// to another network (a config update moved it) is deleted before the new one is made.
+		gone, err := remove(ctx, d.C, ops, "replaced peering", func(ctx context.Context) (State, error) {
+			st, remote, err := read(ctx)
+			if st.Found && strings.EqualFold(remote, p.PeerVPCID) {
 				return State{}, err
 			}
-			return State{Found: true, Provisioning: provisioning(v.Properties)}, nil
+			return st, err
+		}, func(ctx context.Context, tok string) (*runtime.Poller[armnetwork.VirtualNetworkPeeringsClientDeleteResponse], error) {
+			return peerings.BeginDelete(ctx, own.ResourceGroupName, own.Name, pname, &armnetwork.VirtualNetworkPeeringsClientBeginDeleteOptions{ResumeToken: tok})
+		})
+		if !gone || err != nil {
+			return false, err
+		}
+		return converge(ctx, d.C, ops, "peering", func(ctx context.Context) (State, error) {
+			st, _, err := read(ctx)
+			return st, err
 		}, nil, func(ctx context.Context, tok string) (*runtime.Poller[armnetwork.VirtualNetworkPeeringsClientCreateOrUpdateResponse], error) {
 			return peerings.BeginCreateOrUpdate(ctx, own.ResourceGroupName, own.Name, pname, armnetwork.VirtualNetworkPeering{
 				Properties: &armnetwork.VirtualNetworkPeeringPropertiesFormat{

@@ -2,6 +2,7 @@ package azure
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,66 @@ func TestPeering(t *testing.T) {
 	}
 	if err := d.DeletePeering(ctx, a); err != nil {
 		t.Fatalf("second delete: %v", err)
+	}
+}
+
+// A config update that moves the peering to another network: Azure keeps a peering's remote
+// network, so the job's peering is deleted and made again to the new one; a second run sends
+// nothing.
+func TestPeeringMovesToAnotherNetwork(t *testing.T) {
+	t.Parallel()
+	c, cloud := testClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := NetworkDriver{C: c}
+	nets := map[string]network.Result{}
+	cidrs := map[string]string{"job_01JMOVEA": "10.1.0.0/16", "job_01JMOVEB": "10.2.0.0/16", "job_01JMOVEC": "10.3.0.0/16"}
+	for id, cidr := range cidrs {
+		j := &job.Job{ID: id, OrgID: "org_a", SpaceID: "spc_a", Provider: Name}
+		until(t, ctx, "network "+id, func() (bool, error) {
+			r, err := d.EnsureNetwork(ctx, j, network.Config{CIDR: cidr, NoNAT: true})
+			nets[id] = r
+			return r.Ready, err
+		})
+	}
+	a := &job.Job{ID: "job_01JMOVEA", OrgID: "org_a", SpaceID: "spc_a", Provider: Name}
+	count := func(method string) int {
+		n := 0
+		for _, call := range cloud.Calls() {
+			if strings.HasPrefix(call, method+" ") && strings.Contains(call, "/virtualNetworkPeerings/") {
+				n++
+			}
+		}
+		return n
+	}
+	remote := func() string {
+		raw, ok := cloud.Raw(nets[a.ID].VPCID + "/virtualNetworkPeerings/" + name(a, "peering"))
+		if !ok {
+			return ""
+		}
+		var v struct {
+			Properties struct {
+				RemoteVirtualNetwork struct{ ID string } `json:"remoteVirtualNetwork"`
+			} `json:"properties"`
+		}
+		_ = json.Unmarshal(raw, &v)
+		return v.Properties.RemoteVirtualNetwork.ID
+	}
+	for _, peer := range []string{"job_01JMOVEB", "job_01JMOVEC", "job_01JMOVEC"} {
+		if _, err := d.EnsurePeering(ctx, a, nets[a.ID].VPCID, network.Peering{PeerVPCID: nets[peer].VPCID}); err != nil {
+			t.Fatalf("peering to %s: %v", peer, err)
+		}
+		if got := remote(); !strings.EqualFold(got, nets[peer].VPCID) {
+			t.Fatalf("the peering goes to %q, want %s", got, nets[peer].VPCID)
+		}
+	}
+	if puts, dels := count("PUT"), count("DELETE"); puts != 2 || dels != 1 {
+		t.Errorf("%d peering PUTs and %d DELETEs; want 2 and 1 (the move), none on the second run", puts, dels)
+	}
+	if err := d.DeletePeering(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := remote(); got != "" {
+		t.Errorf("peering left to %s", got)
 	}
 }

@@ -183,12 +183,11 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			ops = append(append(append(ops, groupOps...), rwd("Microsoft.ContainerService/managedClusters")...), rwd(strings.TrimSuffix(actAssignment, "/"))...)
 			ops = append(ops, "Microsoft.ContainerService/managedClusters/agentPools/read",
 				"Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",
+				"Microsoft.ContainerService/managedClusters/agentPools/write", "Microsoft.ContainerService/managedClusters/agentPools/delete",
 				"Microsoft.ManagedIdentity/userAssignedIdentities/assign/action", actNet+"virtualNetworks/subnets/join/action")
-			if len(c.NodeGroups) > 1 {
-				// The first node group is the cluster's system pool; the others are pools of
-				// their own.
-				ops = append(ops, "Microsoft.ContainerService/managedClusters/agentPools/write")
-			}
+			// The first node group is the cluster's system pool, the others pools of their
+			// own; a config update of the live cluster resizes any of them, adds pools and
+			// deletes the job's pools the config no longer names, with the same role.
 		}
 	}
 	return plan.NewStep(step, res, ops)

@@ -156,7 +156,7 @@ func TestPlanListsEveryActionAPipelineCalls(t *testing.T) {
 }
 
 // What a step lists follows the job's config: a NAT gateway's actions only with NAT, a
-// record type's only when a record has it, a node pool's write only with a second pool.
+// record type's only when a record has it.
 func TestStepPlanFollowsTheConfig(t *testing.T) {
 	t.Parallel()
 	nat := "Microsoft.Network/natGateways/write"
@@ -174,9 +174,8 @@ func TestStepPlanFollowsTheConfig(t *testing.T) {
 		{job.FamilyDNSZone, `{"domain":"a.org","records":[{"name":"a.org","type":"mx","values":["1 m.a.org"]}]}`, dnszone.StepRecords,
 			[]string{"Microsoft.Network/dnsZones/MX/write"}, []string{"Microsoft.Network/dnsZones/A/write"}},
 		{job.FamilyKubernetes, `{"name":"k","nodeGroups":[{"name":"system"}]}`, kubernetes.StepCluster,
-			[]string{"Microsoft.ContainerService/managedClusters/write"}, []string{"Microsoft.ContainerService/managedClusters/agentPools/write"}},
-		{job.FamilyKubernetes, `{"name":"k","nodeGroups":[{"name":"system"},{"name":"gpu"}]}`, kubernetes.StepCluster,
-			[]string{"Microsoft.ContainerService/managedClusters/agentPools/write"}, nil},
+			[]string{"Microsoft.ContainerService/managedClusters/write", "Microsoft.ContainerService/managedClusters/agentPools/write",
+				"Microsoft.ContainerService/managedClusters/agentPools/delete"}, nil},
 		{job.FamilyDatastore, `{"engine":"redis"}`, "network", nil, []string{"Microsoft.Network/virtualNetworks/write"}},
 		{job.FamilyDatastore, `{"engine":"mysql"}`, "create_server", []string{"Microsoft.DBforMySQL/flexibleServers/write"},
 			[]string{"Microsoft.DBforPostgreSQL/flexibleServers/write", "Microsoft.Cache/redis/write"}},

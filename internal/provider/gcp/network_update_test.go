@@ -13,12 +13,13 @@ import (
 	"github.com/groundworkhq/groundwork/internal/pipeline/network"
 	"github.com/groundworkhq/groundwork/internal/provider/drivertest"
 	"github.com/groundworkhq/groundwork/internal/provider/gcp/gcpfake"
+	"github.com/groundworkhq/groundwork/internal/validation"
 )
 
 // TestNetworkConfigUpdates carries a live GCP network through config updates as the engine
 // would (the plan's config and step records on the job, then its pending steps run): a
 // peering is added, moved to another network (the old one removed first) and taken away; a
-// create_peering run again sends nothing; azCount is a no-op, as GCP subnets are regional.
+// create_peering run again sends nothing; azCount is refused, as GCP subnets are regional.
 func TestNetworkConfigUpdates(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -120,9 +121,9 @@ func TestNetworkConfigUpdates(t *testing.T) {
 		t.Fatalf("%d removePeering after the move; want 1", remove)
 	}
 
-	plan := update(`{"cidr":"10.30.0.0/16","noNAT":true,"azCount":3,"peering":{"peerVPCID":"`+peerB.VPCID+`"}}`, pipeline.ActionNoOp)
-	if plan.Changed() || !strings.Contains(plan.Resources[0].Disruption, "regional") {
-		t.Fatalf("azCount on GCP: %+v; want a no-op saying subnets are regional", plan.Resources)
+	_, err := pl.PlanUpdate(ctx, j, pipeline.UpdateRequest{Config: json.RawMessage(`{"cidr":"10.30.0.0/16","noNAT":true,"azCount":3,"peering":{"peerVPCID":"` + peerB.VPCID + `"}}`)})
+	if fields, ok := validation.Fields(err); !ok || len(fields) != 1 || fields[0].Field != "config.azCount" || fields[0].Rule != "provider" || !strings.Contains(fields[0].Message, "every zone") {
+		t.Fatalf("azCount on GCP: %v; want it refused (rule provider), saying subnets span every zone", err)
 	}
 
 	update(`{"cidr":"10.30.0.0/16","noNAT":true}`, pipeline.ActionInPlace)

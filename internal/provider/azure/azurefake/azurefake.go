@@ -305,8 +305,8 @@ func (c *Cloud) serve(w http.ResponseWriter, req *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// startOperation answers a long-running PUT or DELETE as Azure does: 201 or 202 with an
-// Azure-AsyncOperation URL to poll.
+// startOperation answers a long-running PUT, PATCH or DELETE as Azure does: 201 (PUT) or
+// 202 with an Azure-AsyncOperation URL to poll.
 func (c *Cloud) startOperation(w http.ResponseWriter, req *http.Request, id string, out, before json.RawMessage) {
 	c.mu.Lock()
 	c.nextOp++
@@ -317,7 +317,9 @@ func (c *Cloud) startOperation(w http.ResponseWriter, req *http.Request, id stri
 	base := "http://" + req.Host + "/subscriptions/" + Subscription + "/providers/" + orDefault(namespaceOf(req.URL.Path), "Microsoft.Resources") + "/locations/fake"
 	w.Header().Set("Azure-AsyncOperation", base+"/operationStatuses/"+op.id)
 	w.Header().Set("Retry-After", "0")
-	if req.Method == http.MethodDelete {
+	if req.Method == http.MethodDelete || req.Method == http.MethodPatch {
+		// A PATCH is accepted as a DELETE is: 202, no body; the poller reads the resource
+		// once the operation is done.
 		w.Header().Set("Location", base+"/operationResults/"+op.id)
 		w.WriteHeader(http.StatusAccepted)
 		return

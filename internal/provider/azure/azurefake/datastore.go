@@ -46,6 +46,13 @@ func (c *Cloud) datastoreServers() []route {
 		Get: func(_ context.Context, rg, name string, _ *armpostgresqlflexibleservers.ServersClientGetOptions) (azfake.Responder[armpostgresqlflexibleservers.ServersClientGetResponse], azfake.ErrorResponder) {
 			return getter[armpostgresqlflexibleservers.ServersClientGetResponse](c, armID(rg, typePostgres, name))
 		},
+		BeginUpdate: func(_ context.Context, rg, name string, p armpostgresqlflexibleservers.ServerForUpdate, _ *armpostgresqlflexibleservers.ServersClientBeginUpdateOptions) (resp azfake.PollerResponder[armpostgresqlflexibleservers.ServersClientUpdateResponse], errResp azfake.ErrorResponder) {
+			if r := c.checkServerUpdate(armID(rg, typePostgres, name), p.Properties != nil && p.Properties.Storage != nil && p.Properties.Storage.StorageSizeGB != nil, storageOf(p.Properties)); r != nil {
+				r.into(&errResp)
+				return
+			}
+			return patcher[armpostgresqlflexibleservers.ServersClientUpdateResponse](c, armID(rg, typePostgres, name), p, serverFix(name, ".postgres.database.azure.com"))
+		},
 		BeginDelete: func(_ context.Context, rg, name string, _ *armpostgresqlflexibleservers.ServersClientBeginDeleteOptions) (azfake.PollerResponder[armpostgresqlflexibleservers.ServersClientDeleteResponse], azfake.ErrorResponder) {
 			return deleter[armpostgresqlflexibleservers.ServersClientDeleteResponse](c, armID(rg, typePostgres, name), "")
 		},
@@ -64,6 +71,17 @@ func (c *Cloud) datastoreServers() []route {
 		},
 		Get: func(_ context.Context, rg, name string, _ *armmysqlflexibleservers.ServersClientGetOptions) (azfake.Responder[armmysqlflexibleservers.ServersClientGetResponse], azfake.ErrorResponder) {
 			return getter[armmysqlflexibleservers.ServersClientGetResponse](c, armID(rg, typeMySQL, name))
+		},
+		BeginUpdate: func(_ context.Context, rg, name string, p armmysqlflexibleservers.ServerForUpdate, _ *armmysqlflexibleservers.ServersClientBeginUpdateOptions) (resp azfake.PollerResponder[armmysqlflexibleservers.ServersClientUpdateResponse], errResp azfake.ErrorResponder) {
+			var size *int32
+			if p.Properties != nil && p.Properties.Storage != nil {
+				size = p.Properties.Storage.StorageSizeGB
+			}
+			if r := c.checkServerUpdate(armID(rg, typeMySQL, name), size != nil, size); r != nil {
+				r.into(&errResp)
+				return
+			}
+			return patcher[armmysqlflexibleservers.ServersClientUpdateResponse](c, armID(rg, typeMySQL, name), p, serverFix(name, ".mysql.database.azure.com"))
 		},
 		BeginDelete: func(_ context.Context, rg, name string, _ *armmysqlflexibleservers.ServersClientBeginDeleteOptions) (azfake.PollerResponder[armmysqlflexibleservers.ServersClientDeleteResponse], azfake.ErrorResponder) {
 			return deleter[armmysqlflexibleservers.ServersClientDeleteResponse](c, armID(rg, typeMySQL, name), "")
@@ -159,6 +177,37 @@ func (c *Cloud) checkServer(name string, subnet *string, service string) *refusa
 		return &refusal{http.StatusBadRequest, "SubnetNotDelegated"}
 	}
 	return &refusal{http.StatusNotFound, "SubnetNotFound"}
+}
+
+func storageOf(p *armpostgresqlflexibleservers.ServerPropertiesForUpdate) *int32 {
+	if p == nil || p.Storage == nil {
+		return nil
+	}
+	return p.Storage.StorageSizeGB
+}
+
+// checkServerUpdate refuses a flexible server's PATCH as Azure does: the server must be
+// there and Ready (not mid-operation), and its storage never shrinks.
+func (c *Cloud) checkServerUpdate(id string, hasSize bool, size *int32) *refusal {
+	cur, ok := stored[struct {
+		Properties struct {
+			Storage struct{ StorageSizeGB int32 }
+		}
+	}](c, id)
+	if !ok {
+		return &refusal{http.StatusNotFound, "ResourceNotFound"}
+	}
+	c.mu.Lock()
+	op := c.inflight[strings.ToLower(id)]
+	busy := op != nil && op.pollsLeft > 0
+	c.mu.Unlock()
+	if busy {
+		return &refusal{http.StatusConflict, "AnotherOperationInProgress"}
+	}
+	if hasSize && size != nil && *size < cur.Properties.Storage.StorageSizeGB {
+		return &refusal{http.StatusBadRequest, "StorageSizeCannotDecrease"}
+	}
+	return nil
 }
 
 // serverFix stamps what Azure adds to a flexible server, and drops the password, which

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,10 @@ func (c *Cloud) kubernetesServers() []route {
 			BeginCreateOrUpdate: func(_ context.Context, rg, name string, p armcontainerservice.ManagedCluster, _ *armcontainerservice.ManagedClustersClientBeginCreateOrUpdateOptions) (resp azfake.PollerResponder[armcontainerservice.ManagedClustersClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
 				id := armID(rg, typeCluster, name)
 				if code := c.invalidCluster(p); code != "" {
+					errResp.SetResponseError(http.StatusBadRequest, code)
+					return
+				}
+				if code := c.invalidUpgrade(id, p); code != "" {
 					errResp.SetResponseError(http.StatusBadRequest, code)
 					return
 				}
@@ -184,8 +189,20 @@ func (c *Cloud) kubernetesServers() []route {
 			Get: func(_ context.Context, rg, cluster, name string, _ *armcontainerservice.AgentPoolsClientGetOptions) (azfake.Responder[armcontainerservice.AgentPoolsClientGetResponse], azfake.ErrorResponder) {
 				return getter[armcontainerservice.AgentPoolsClientGetResponse](c, armID(rg, typeAgentPool, cluster, name))
 			},
-			BeginDelete: func(_ context.Context, rg, cluster, name string, _ *armcontainerservice.AgentPoolsClientBeginDeleteOptions) (azfake.PollerResponder[armcontainerservice.AgentPoolsClientDeleteResponse], azfake.ErrorResponder) {
+			BeginDelete: func(_ context.Context, rg, cluster, name string, _ *armcontainerservice.AgentPoolsClientBeginDeleteOptions) (resp azfake.PollerResponder[armcontainerservice.AgentPoolsClientDeleteResponse], errResp azfake.ErrorResponder) {
+				if c.lastSystemPool(armID(rg, typeCluster, cluster), name) {
+					// AKS keeps a cluster's last System pool: the cluster's own pods run there.
+					errResp.SetResponseError(http.StatusBadRequest, "OperationNotAllowed")
+					return
+				}
 				return deleter[armcontainerservice.AgentPoolsClientDeleteResponse](c, armID(rg, typeAgentPool, cluster, name), "")
+			},
+			NewListPager: func(rg, cluster string, _ *armcontainerservice.AgentPoolsClientListOptions) azfake.PagerResponder[armcontainerservice.AgentPoolsClientListResponse] {
+				all := children[*armcontainerservice.AgentPool](c, armID(rg, typeCluster, cluster), typeAgentPool)
+				sort.Slice(all, func(i, j int) bool { return str(all[i].ID) < str(all[j].ID) })
+				return paged(all, func(ps []*armcontainerservice.AgentPool) armcontainerservice.AgentPoolsClientListResponse {
+					return armcontainerservice.AgentPoolsClientListResponse{AgentPoolListResult: armcontainerservice.AgentPoolListResult{Value: ps}}
+				})
 			},
 		},
 	}
@@ -233,6 +250,47 @@ func (c *Cloud) invalidCluster(p armcontainerservice.ManagedCluster) string {
 		}
 	}
 	return ""
+}
+
+// invalidUpgrade is AKS's refusal of a version change of a cluster that exists: never down,
+// and up one minor version at a time.
+func (c *Cloud) invalidUpgrade(id string, p armcontainerservice.ManagedCluster) string {
+	cur, ok := stored[armcontainerservice.ManagedCluster](c, id)
+	if !ok || cur.Properties == nil || p.Properties == nil || p.Properties.KubernetesVersion == nil {
+		return ""
+	}
+	from, okFrom := minorOf(str(cur.Properties.CurrentKubernetesVersion))
+	to, okTo := minorOf(*p.Properties.KubernetesVersion)
+	if !okFrom || !okTo || from == to {
+		return ""
+	}
+	if to[0] != from[0] || to[1] < from[1] || to[1] > from[1]+1 {
+		return "UpgradeNotAllowed"
+	}
+	return ""
+}
+
+func minorOf(v string) ([2]int, bool) {
+	var a, b int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
+		return [2]int{}, false
+	}
+	return [2]int{a, b}, true
+}
+
+// lastSystemPool reports whether name is the only System pool of the cluster at id.
+func (c *Cloud) lastSystemPool(id, name string) bool {
+	pools := children[armcontainerservice.AgentPool](c, id, typeAgentPool)
+	this, others := false, false
+	for _, p := range pools {
+		system := p.Properties != nil && p.Properties.Mode != nil && *p.Properties.Mode == armcontainerservice.AgentPoolModeSystem
+		if strings.EqualFold(str(p.Name), name) {
+			this = system
+		} else if system {
+			others = true
+		}
+	}
+	return this && !others
 }
 
 // stampCluster fills in what AKS reports of a cluster it made; it runs under c.mu, inside

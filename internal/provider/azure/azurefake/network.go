@@ -72,6 +72,13 @@ func (c *Cloud) networkServers() []route {
 						}
 					}
 				}
+				if cur, ok := stored[armnetwork.VirtualNetworkPeering](c, armID(rg, typePeering, vnet, name)); ok && cur.Properties != nil &&
+					cur.Properties.RemoteVirtualNetwork != nil && p.Properties != nil && p.Properties.RemoteVirtualNetwork != nil &&
+					!strings.EqualFold(str(cur.Properties.RemoteVirtualNetwork.ID), str(p.Properties.RemoteVirtualNetwork.ID)) {
+					// Azure keeps a peering's remote network: moving it is a new peering.
+					errResp.SetResponseError(http.StatusBadRequest, "RemoteVirtualNetworkCannotChange")
+					return
+				}
 				return putter[armnetwork.VirtualNetworkPeeringsClientCreateOrUpdateResponse](c, rg, armID(rg, typePeering, vnet, name), typePeering, p, func(props map[string]any) {
 					props["peeringState"] = "Connected"
 				})

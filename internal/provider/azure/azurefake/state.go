@@ -199,3 +199,67 @@ func (c *Cloud) CreateGroup(name, location string, tags map[string]string) error
 	}
 	return nil
 }
+
+// patch merges body (a model from a PATCH) into the resource stored at id, as Azure's PATCH
+// does: the fields it sends replace those stored (objects merged field by field), the rest
+// stay. fix runs on the merged properties under c.mu. What is not there is ResourceNotFound.
+func patch[T any](c *Cloud, id string, body any, fix func(props map[string]any)) (T, *refusal) {
+	var out T
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return out, &refusal{http.StatusBadRequest, "InvalidRequestContent"}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return out, &refusal{http.StatusBadRequest, "InvalidRequestContent"}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := strings.ToLower(id)
+	old, ok := c.objs[key]
+	if !ok {
+		return out, &refusal{http.StatusNotFound, "ResourceNotFound"}
+	}
+	var cur map[string]any
+	if err := json.Unmarshal(old, &cur); err != nil {
+		return out, &refusal{http.StatusInternalServerError, "InternalServerError"}
+	}
+	merge(cur, m)
+	props, _ := cur["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		cur["properties"] = props
+	}
+	props["provisioningState"] = "Succeeded"
+	if fix != nil {
+		fix(props)
+	}
+	raw, _ = json.Marshal(cur)
+	c.objs[key] = raw
+	_ = json.Unmarshal(raw, &out)
+	return out, nil
+}
+
+// merge writes src's fields over dst's, objects field by field.
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				merge(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// patcher answers a long-running PATCH of body at id.
+func patcher[T any](c *Cloud, id string, body any, fix func(map[string]any)) (resp azfake.PollerResponder[T], errResp azfake.ErrorResponder) {
+	v, r := patch[T](c, id, body, fix)
+	if r != nil {
+		r.into(&errResp)
+		return
+	}
+	resp.SetTerminalResponse(http.StatusOK, v, nil)
+	return
+}
