@@ -18,9 +18,10 @@ type poolField struct {
 	field string
 	get   func(Config) any
 	// template fields reach the instances through a new launch template version and a roll;
-	// size fields through an in-place resize of the ASG.
-	template, size bool
-	fixed          string
+	// size fields through an in-place resize of the ASG; health fields through the target
+	// group's health check, changed in place (create_target_group runs again).
+	template, size, health bool
+	fixed                  string
 }
 
 var poolFields = []poolField{
@@ -41,8 +42,8 @@ var poolFields = []poolField{
 	{field: "domain", get: func(c Config) any { return c.Domain }, fixed: "the pool's DNS name is set when it is made"},
 	{field: "zoneID", get: func(c Config) any { return c.ZoneID }, fixed: "the pool's DNS zone is set when it is made"},
 	{field: "certificateArn", get: func(c Config) any { return c.CertificateARN }, fixed: "the listener's certificate is set when the pool is made"},
-	{field: "healthCheckPath", get: func(c Config) any { return c.HealthCheckPath }, fixed: "the target group's health check is set when the pool is made"},
-	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort }, fixed: "the target group's health check is set when the pool is made"},
+	{field: "healthCheckPath", get: func(c Config) any { return c.HealthCheckPath }, health: true},
+	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort }, health: true},
 	{field: "bootstrapTimeoutMinutes", get: func(c Config) any { return c.BootstrapTimeoutMinutes },
 		fixed: "it applies to the pool's first bootstrap; a roll waits for each new instance as the pool did"},
 	{field: "waitForBootstrap", get: func(c Config) any { return c.WaitForBootstrap == nil || *c.WaitForBootstrap },
@@ -71,9 +72,9 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		next.Mode = cur.Mode
 	}
 	var (
-		refused                  validation.Error
-		template, size           []pipeline.FieldChange
-		templateField, sizeField string
+		refused                               validation.Error
+		template, size, health                []pipeline.FieldChange
+		templateField, sizeField, healthField string
 	)
 	for _, f := range poolFields {
 		from, to := f.get(cur), f.get(next)
@@ -93,11 +94,31 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 				continue
 			}
 			size, sizeField = append(size, c), f.field
+		case f.health:
+			switch {
+			case !cur.CreateLoadBalancer:
+				refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "immutable",
+					Message: "the pool has no load balancer, so no target group to check its instances; attach one with vmOp attach_lb"})
+				continue
+			case j.Provider != "aws":
+				refused = append(refused, validation.FieldError{Field: "config." + f.field, Rule: "provider",
+					Message: "only an AWS pool's target group changes its health check in place"})
+				continue
+			}
+			health, healthField = append(health, c), f.field
 		}
 	}
 	if len(template) > 0 && len(size) > 0 {
 		refused = append(refused, validation.FieldError{Field: "config." + sizeField, Rule: "separate",
 			Message: "change " + templateField + " and the pool's size in separate updates: a roll keeps the size it starts with"})
+	}
+	if len(health) > 0 && len(template)+len(size) > 0 {
+		other := templateField
+		if other == "" {
+			other = sizeField
+		}
+		refused = append(refused, validation.FieldError{Field: "config." + healthField, Rule: "separate",
+			Message: "change the health check and " + other + " in separate updates"})
 	}
 	if len(refused) > 0 {
 		return nil, refused
@@ -128,6 +149,12 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		out.Config, out.Steps, out.Rerun = config, steps, []string{StepFinalize}
 		out.Resources = []pipeline.ResourceChange{{Resource: "autoscaling-group/" + cur.Name, Action: pipeline.ActionInPlace, Changes: size,
 			Disruption: "none; a smaller size ends instances"}}
+	case len(health) > 0:
+		if err := out.Reopen(j, StepTargetGroup); err != nil {
+			return nil, err
+		}
+		out.Resources = []pipeline.ResourceChange{{Resource: "target-group/" + cur.Name, Action: pipeline.ActionInPlace, Changes: health,
+			Disruption: "none: the targets stay registered; each is judged by the new check from its next probe"}}
 	}
 	return out, nil
 }

@@ -148,7 +148,9 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			create("aws_lb_target_group", name, 1)
 			ops = append(ops, "elasticloadbalancing:CreateTargetGroup", "elasticloadbalancing:DeleteTargetGroup",
 				"elasticloadbalancing:DeregisterTargets", "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:RegisterTargets",
-				"elasticloadbalancing:AddTags", "autoscaling:AttachLoadBalancerTargetGroups", "autoscaling:DetachLoadBalancerTargetGroups")
+				"elasticloadbalancing:AddTags", "autoscaling:AttachLoadBalancerTargetGroups", "autoscaling:DetachLoadBalancerTargetGroups",
+				// A config update of the health check path or port changes the group in place.
+				"elasticloadbalancing:ModifyTargetGroup")
 		case vmpool.StepListeners:
 			create("aws_lb_listener", name, len(c.ListenerPorts))
 			ops = append(ops, "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
