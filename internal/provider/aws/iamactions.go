@@ -126,7 +126,9 @@ func StepPlan(j *job.Job, step string) plan.Step {
 					// The scaling policy, and a roll (vmOp roll: its surge, base tag and the old
 					// instances' ends).
 					"autoscaling:PutScalingPolicy", "autoscaling:DescribePolicies", "autoscaling:DeletePolicy",
-					"autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags", "autoscaling:TerminateInstanceInAutoScalingGroup")
+					"autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags", "autoscaling:TerminateInstanceInAutoScalingGroup",
+					// A roll holds the scaling policy's alarms (and schedules, rebalancing) off.
+					"autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses")
 			} else {
 				create("aws_instance", name, int(c.Desired))
 				ops = append(ops, "ec2:RunInstances", "ec2:TerminateInstances", "ec2:CreateTags")
