@@ -183,7 +183,7 @@ func StepPlan(j *job.Job, step string) plan.Step {
 				create("aws_eks_node_group", ng.Name, 1)
 			}
 			ops = append(ops, "eks:CreateCluster", "eks:CreateNodegroup", "eks:DeleteCluster", "eks:DeleteNodegroup", "eks:DescribeCluster",
-				"eks:DescribeNodegroup", "eks:ListNodegroups", "eks:TagResource", "eks:UpdateNodegroupConfig", "eks:UpdateClusterVersion", "eks:DescribeUpdate", "iam:PassRole", "iam:CreateServiceLinkedRole")
+				"eks:DescribeNodegroup", "eks:ListNodegroups", "eks:TagResource", "eks:UpdateNodegroupConfig", "eks:UpdateClusterVersion", "eks:UpdateNodegroupVersion", "eks:DescribeUpdate", "iam:PassRole", "iam:CreateServiceLinkedRole")
 		}
 	case job.FamilyRegistry:
 		if step == "create_repository" {
