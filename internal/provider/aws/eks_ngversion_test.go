@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
@@ -126,5 +127,46 @@ func TestEKSDriverUpgradesNodeGroups(t *testing.T) {
 			}
 			deleteUntilDone(t, func() (bool, error) { return p.DeleteNetwork(ctx, tags) })
 		})
+	}
+}
+
+// A failed control-plane or node group upgrade is answered again, not repeated, by a poll or
+// a retry of the same run of the cluster step; the same update sent again (a new run: the
+// config update re-opens the step with a fresh record) starts a new one.
+func TestEKSUpgradeSentAgainIsANewUpdate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tags := Tags{OrgID: "org_1", JobID: "job_again"}
+	first := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	j := &job.Job{ID: tags.JobID, OrgID: tags.OrgID, Steps: []job.StepRecord{{Name: kubernetes.StepCluster, StartedAt: &first}}}
+	cluster := &fakeClusterVersions{settle: string(ekstypes.UpdateStatusFailed)}
+	groups := &fakeNodeGroupVersions{f: fakeClusterVersions{settle: string(ekstypes.UpdateStatusFailed)}}
+	attempt := func() {
+		t.Helper()
+		run := StepRun(j, kubernetes.StepCluster)
+		if _, err := EnsureClusterVersion(ctx, cluster, tags, run, "c", "1.29", "1.30"); fault.ClassOf(err) != job.ClassUserAction {
+			t.Fatalf("control plane: %v; want the failed update's user-action error", err)
+		}
+		if _, err := EnsureNodeGroupVersion(ctx, groups, tags, run, "c", "a", "1.29", "1.30"); fault.ClassOf(err) != job.ClassUserAction {
+			t.Fatalf("node group: %v; want the failed update's user-action error", err)
+		}
+	}
+	attempt()
+	attempt() // a retry of the failed step: the same run
+	if len(cluster.updates) != 1 || len(groups.f.updates) != 1 {
+		t.Fatalf("updates after a retry of the same run: %d and %d, want 1 and 1", len(cluster.updates), len(groups.f.updates))
+	}
+	// Stored and read back, the start keeps its second: the same run.
+	reread := first.Add(123456 * time.Microsecond)
+	j.Steps[0].StartedAt = &reread
+	attempt()
+	if len(cluster.updates) != 1 {
+		t.Fatalf("the same run at the store's precision started update %d", len(cluster.updates))
+	}
+	second := first.Add(time.Hour)
+	j.Steps[0].StartedAt = &second
+	attempt()
+	if len(cluster.updates) != 2 || len(groups.f.updates) != 2 {
+		t.Fatalf("updates after the update was sent again: %d and %d, want 2 and 2", len(cluster.updates), len(groups.f.updates))
 	}
 }

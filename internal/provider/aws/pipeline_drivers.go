@@ -133,7 +133,7 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 	if versions == nil {
 		versions = SDKClusterVersions{P: d.P}
 	}
-	if done, err := EnsureClusterVersion(ctx, versions, JobTags(j), c.Name, cl.Version, c.Version); err != nil || !done {
+	if done, err := EnsureClusterVersion(ctx, versions, JobTags(j), StepRun(j, kubernetes.StepCluster), c.Name, cl.Version, c.Version); err != nil || !done {
 		return out, err
 	}
 	all := true
@@ -175,7 +175,7 @@ func (d KubernetesDriver) ensureNodeGroupVersion(ctx context.Context, j *job.Job
 	if versions == nil {
 		versions = SDKClusterVersions{P: d.P}
 	}
-	return EnsureNodeGroupVersion(ctx, versions, JobTags(j), c.Name, group, current, c.Version)
+	return EnsureNodeGroupVersion(ctx, versions, JobTags(j), StepRun(j, kubernetes.StepCluster), c.Name, group, current, c.Version)
 }
 
 func (d KubernetesDriver) DeleteCluster(ctx context.Context, j *job.Job, name string) (bool, error) {
