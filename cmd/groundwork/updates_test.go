@@ -108,8 +108,16 @@ func TestJobsConfigUpdateCLI(t *testing.T) {
 		t.Fatalf("the same config again: %v\n%s", err, out)
 	}
 
-	if out, err := cli("jobs", "update", id, "--config", file("fail.yaml", "size: 3\nfixed: a\nfail: true\n"), "--watch"); err == nil || !strings.Contains(out, "FAILED") {
+	fail := file("fail.yaml", "size: 3\nfixed: a\nfail: true\n")
+	if out, err := cli("jobs", "update", id, "--config", fail, "--watch"); err == nil || !strings.Contains(out, "FAILED") {
 		t.Fatalf("a failing update: %v\n%s", err, out)
+	}
+	// The same config sent again is the failed update tried again: it runs (and fails) anew.
+	if out, err := cli("jobs", "update", id, "--config", fail, "--dry-run"); err != nil || !regexp.MustCompile(`(?m)^\s+size\s+2\s+3\s*$`).MatchString(out) {
+		t.Fatalf("dry run of the failed update's config: %v\n%s", err, out)
+	}
+	if out, err := cli("jobs", "update", id, "--config", fail, "--watch"); err == nil || !strings.Contains(out, "FAILED") || strings.Contains(out, "changes nothing") {
+		t.Fatalf("the failed update sent again: %v\n%s", err, out)
 	}
 	out, err = cli("jobs", "revisions", id)
 	if err != nil {
@@ -119,6 +127,7 @@ func TestJobsConfigUpdateCLI(t *testing.T) {
 		regexp.MustCompile(`(?m)^1\s+superseded\s+create\s+-\s`),
 		regexp.MustCompile(`(?m)^2\s+applied\s+update\s+\S+`),
 		regexp.MustCompile(`(?m)^3\s+failed\s+update\s+\S+`),
+		regexp.MustCompile(`(?m)^4\s+failed\s+update\s+\S+`),
 	} {
 		if !want.MatchString(out) {
 			t.Fatalf("revisions lack %s:\n%s", want, out)
