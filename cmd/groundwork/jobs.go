@@ -127,6 +127,7 @@ func newJobs(g *globals) *cobra.Command {
 		c.Flags().Bool("watch", false, "follow the job until it settles again")
 	}
 	cmd.AddCommand(create, list, get, retry, cancel, del, watchCmd, newJobsUpdate(g))
+	cmd.AddCommand(newConfigCommands(g)...)
 	return cmd
 }
 
@@ -173,18 +174,28 @@ func setSpace(spec any, space string, flag bool) error {
 }
 
 // newJobsUpdate is PATCH /api/provisioning-jobs/{id}: rename, retag, promote a draft, run a VM
-// operation or resize an ASG pool. It reads the job first and sends the version it read, so a
+// operation, resize an ASG pool or, with --config, update the job's config. It reads the job first and sends the version it read, so a
 // change made by someone else in between is refused (409) rather than overwritten.
 func newJobsUpdate(g *globals) *cobra.Command {
 	var name, vmOp string
 	var tags []string
 	var promote, watch bool
 	var minSize, maxSize, desired int32
+	var cu configUpdate
 	cmd := &cobra.Command{
-		Use:   "update JOB_ID [--name N] [--tag k=v]... [--promote] [--vm-op attach_lb|detach_lb] [--min N --max N --desired N]",
-		Short: "Change a job: name and tags, promote a draft, attach or detach a VM pool's load balancer, resize an ASG pool",
+		Use: "update JOB_ID [--name N] [--tag k=v]... [--promote] [--vm-op attach_lb|detach_lb] [--min N --max N --desired N]\n" +
+			"  update JOB_ID --config FILE|- [--dry-run] [--allow-data-loss] [--apply-immediately=false]",
+		Short: "Change a job: name and tags, promote a draft, attach or detach a VM pool's load balancer, resize an ASG pool, update its config",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("config") {
+				return cu.run(g, cmd, args[0], watch)
+			}
+			for _, only := range []string{"dry-run", "allow-data-loss", "apply-immediately"} {
+				if cmd.Flags().Changed(only) {
+					return fmt.Errorf("--%s goes with --config", only)
+				}
+			}
 			body := map[string]any{}
 			fl := cmd.Flags()
 			if fl.Changed("name") {
@@ -213,7 +224,7 @@ func newJobsUpdate(g *globals) *cobra.Command {
 				}
 			}
 			if len(body) == 0 {
-				return fmt.Errorf("nothing to change: give --name, --tag, --promote, --vm-op or --min/--max/--desired")
+				return fmt.Errorf("nothing to change: give --name, --tag, --promote, --vm-op, --min/--max/--desired or --config")
 			}
 			var cur job.Job
 			if err := g.client().Do(ctxOf(cmd), "GET", "/api/provisioning-jobs/"+args[0], nil, &cur); err != nil {
@@ -239,6 +250,7 @@ func newJobsUpdate(g *globals) *cobra.Command {
 	fl.Int32Var(&maxSize, "max", 0, "ASG pool: new maximum size")
 	fl.Int32Var(&desired, "desired", 0, "ASG pool: new desired size")
 	fl.BoolVar(&watch, "watch", false, "follow the job until it settles again")
+	cu.register(cmd)
 	return cmd
 }
 

@@ -72,7 +72,41 @@ func (s *Service) PlanUpdate(ctx context.Context, c Caller, id string, u Update)
 	if err != nil {
 		return nil, err
 	}
-	return s.planUpdate(ctx, j, revs, u.Config, u)
+	return s.planOrReapply(ctx, j, revs, u)
+}
+
+// planOrReapply plans u for j. A config that changes nothing on a job whose latest update
+// failed is that update sent again: it is planned anew from the last applied revision's
+// config, so that the steps the failed update left re-run (each from a fresh step record, so
+// a cloud operation keyed by the step's start, such as an EKS version update, is started
+// anew rather than answered by the one that failed).
+func (s *Service) planOrReapply(ctx context.Context, j *job.Job, revs []store.JobRevision, u Update) (*pipeline.UpdatePlan, error) {
+	pl, err := s.planUpdate(ctx, j, revs, u.Config, u)
+	if err != nil || pl.Changed() || !failedUpdate(j, revs) {
+		return pl, err
+	}
+	applied := lastApplied(revs)
+	if applied == nil {
+		return pl, nil
+	}
+	from := *j
+	from.Config = applied.Config
+	return s.planUpdate(ctx, &from, revs, u.Config, u)
+}
+
+// failedUpdate reports whether j failed while carrying out its latest config update.
+func failedUpdate(j *job.Job, revs []store.JobRevision) bool {
+	return j.Phase == job.PhaseApply && j.Status == job.StatusFailed && len(revs) > 0 && revs[len(revs)-1].Status == store.RevisionFailed
+}
+
+// lastApplied is the latest revision whose config the job completed, nil when none.
+func lastApplied(revs []store.JobRevision) *store.JobRevision {
+	for i := len(revs) - 1; i >= 0; i-- {
+		if revs[i].Status == store.RevisionApplied {
+			return &revs[i]
+		}
+	}
+	return nil
 }
 
 // ApplyUpdate plans u and, if it changes anything, records it as the job's next revision and
@@ -92,7 +126,7 @@ func (s *Service) ApplyUpdate(ctx context.Context, c Caller, id string, u Update
 		if err != nil {
 			return nil, err
 		}
-		pl, err := s.planUpdate(ctx, j, revs, u.Config, u)
+		pl, err := s.planOrReapply(ctx, j, revs, u)
 		if err != nil {
 			return nil, err
 		}
@@ -125,13 +159,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *in
 		if len(revs) == 0 || revs[len(revs)-1].Status != store.RevisionFailed {
 			return nil, &Refusal{Reason: Conflict, Detail: "only a job whose latest config update failed is rolled back; this one's did not"}
 		}
-		var target *store.JobRevision
-		for i := len(revs) - 1; i >= 0; i-- {
-			if revs[i].Status == store.RevisionApplied {
-				target = &revs[i]
-				break
-			}
-		}
+		target := lastApplied(revs)
 		if target == nil {
 			return nil, &Refusal{Reason: Conflict, Detail: "the job has no applied revision to roll back to"}
 		}
@@ -221,7 +249,7 @@ func updatable(j *job.Job, revs []store.JobRevision) error {
 	if j.Phase == job.PhaseApply && j.Status == job.StatusCompleted {
 		return nil
 	}
-	if j.Phase == job.PhaseApply && j.Status == job.StatusFailed && len(revs) > 0 && revs[len(revs)-1].Status == store.RevisionFailed {
+	if failedUpdate(j, revs) {
 		return nil
 	}
 	return &Refusal{Reason: Conflict, Detail: fmt.Sprintf("a config update needs a completed job (or one whose last update failed); this one is %s", j.Status)}

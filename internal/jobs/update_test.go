@@ -266,3 +266,70 @@ func TestConfigUpdateKeepsTheJobsOwnState(t *testing.T) {
 		}
 	}
 }
+
+// An update whose job failed, sent again with the same config, runs again: it is planned from
+// the last applied revision (the diff as the first time), its steps re-open from fresh records
+// and it is recorded as the next revision; a completed job sent its own config is left as it is.
+func TestFailedUpdateSentAgainRunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := world(t)
+	reg, err := pipeline.NewRegistry(pipeline.Tuned{Pipeline: sizing{&testfamily.Pipeline{N: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Hour)
+	svc := &jobs.Service{Store: st, Pipelines: reg, Now: func() time.Time { return now }}
+	alice := jobs.Caller{OrgID: "org_a", Actor: "alice"}
+	j := seed(t, st, "job_again", func(j *job.Job) { done(j); j.Config = json.RawMessage(`{"size":1,"kind":"a"}`) })
+	grow := jobs.Update{Config: json.RawMessage(`{"size":2,"kind":"a"}`)}
+	up, err := svc.ApplyUpdate(ctx, alice, j.ID, grow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := job.StatusFailed
+	steps := append([]job.StepRecord(nil), up.Steps...)
+	started := now
+	steps[1] = job.StepRecord{Name: steps[1].Name, Status: job.StepFailed, Attempts: 3, StartedAt: &started, Error: "no"}
+	up, err = st.UpdateJob(ctx, &store.UpdateJobParams{OrgID: "org_a", ID: j.ID, Version: up.Version, Now: now, Status: &failed, Steps: steps,
+		Failure: &job.Failure{Class: "user_action", Code: "X", Message: "no"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The dry run shows the failed update's diff again.
+	pl, err := svc.PlanUpdate(ctx, alice, j.ID, grow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pl.Changed() || pl.Resources[0].Changes[0].From != 1 || pl.Resources[0].Changes[0].To != 2 {
+		t.Fatalf("dry run of the failed update's config: %+v", pl.Resources)
+	}
+	now = now.Add(time.Minute)
+	again, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &up.Version, Config: grow.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Status != job.StatusQueued || again.Failure != nil || again.Steps[0].Status != job.StepDone ||
+		again.Steps[1].Status != job.StepPending || again.Steps[1].StartedAt != nil || again.Steps[1].Attempts != 0 {
+		t.Fatalf("the failed update sent again: %s failure %+v steps %+v", again.Status, again.Failure, again.Steps)
+	}
+	revs, err := svc.Revisions(ctx, "org_a", j.ID)
+	if err != nil || len(revs) != 3 || revs[1].Status != store.RevisionFailed || revs[2].Status != store.RevisionApplying ||
+		revs[2].Reason != "update" || string(revs[2].Config) != `{"size":2,"kind":"a"}` {
+		t.Fatalf("revisions %+v (%v); want 1 applied, 2 failed, 3 applying the same config", revs, err)
+	}
+
+	// Completed, the job's own config changes nothing.
+	completed := job.StatusCompleted
+	steps = append([]job.StepRecord(nil), again.Steps...)
+	steps[1].Status = job.StepDone
+	fin, err := st.UpdateJob(ctx, &store.UpdateJobParams{OrgID: "org_a", ID: j.ID, Version: again.Version, Now: now, Status: &completed, Steps: steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, err := svc.ApplyUpdate(ctx, alice, j.ID, grow)
+	if err != nil || same.Version != fin.Version || same.Status != job.StatusCompleted {
+		t.Fatalf("a completed job sent its own config: %v, version %d → %d", err, fin.Version, same.Version)
+	}
+}

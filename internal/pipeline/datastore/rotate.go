@@ -74,6 +74,8 @@ type RotationState struct {
 	DatabaseID string `json:"databaseID,omitempty"`
 	OldRef     string `json:"oldRef"`
 	NewRef     string `json:"newRef"`
+	// PasswordSent: the new admin password went to the cloud's API (AdminPasswordSetter).
+	PasswordSent bool `json:"passwordSent,omitempty"`
 	// Changed: the server takes the new password and the job's admin endpoint names it.
 	Changed bool `json:"changed,omitempty"`
 	// Repointed counts the database and connection records moved to NewRef.
@@ -351,7 +353,15 @@ func (p *Pipeline) rotatePassword(ctx context.Context, r *pipeline.Run) (pipelin
 	}
 	withNew := admin
 	withNew.Password = newPW
-	err = ds.Check(ctx, withNew)
+	if setter, ok := p.passwordSetter(r.Job.Provider, ep.Engine); ok && r.Job.Mode != job.ModeAdopt {
+		// A cloud server's password is the cloud's to set: no connection to the server.
+		res, done, err := p.setAdminPasswordByAPI(ctx, r, setter, st, ep.Engine, newPW)
+		if err != nil || !done {
+			return res, err
+		}
+	} else {
+		err = ds.Check(ctx, withNew)
+	}
 	switch {
 	case err == nil:
 		// The server takes it already: an adopted server the user changed, or a re-run after
@@ -418,9 +428,14 @@ func (p *Pipeline) rotateRetire(ctx context.Context, r *pipeline.Run) (pipeline.
 		c.User, c.Database = d.Owner, d.Name
 	}
 	c.Password = newPW
-	// Proven before the old version goes: a failure here keeps both, and the job says why.
-	if err := ds.Check(ctx, c); err != nil {
-		return pipeline.Result{}, err
+	// Proven before the old version goes: a failure here keeps both, and the job says why. A
+	// password the cloud's API set is proven by the cloud, which rotate_password waited on
+	// until it no longer reported the change pending: Groundwork may have no network path to
+	// a private cloud server.
+	if !(st.Target == RotateAdmin && st.PasswordSent) {
+		if err := ds.Check(ctx, c); err != nil {
+			return pipeline.Result{}, err
+		}
 	}
 	// A connection a request made from the old endpoint while the rotation ran may have been
 	// written after rotate_connections: it moves too, before the version it names goes.

@@ -69,7 +69,21 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		} else {
 			resources = append(resources, pipeline.ResourceChange{Resource: "cluster/" + cur.Name, Action: pipeline.ActionInPlace,
 				Changes:    []pipeline.FieldChange{{Field: "version", From: cur.Version, To: next.Version}},
-				Disruption: "none: the control plane is upgraded in place; node groups keep their version until they are upgraded"})
+				Disruption: "none: the control plane is upgraded in place, then its node groups"})
+			// The job's node groups follow the control plane: each kept group is upgraded to
+			// the new version once the control plane runs it (a group added in the same
+			// update is made at it).
+			kept := map[string]bool{}
+			for _, g := range cur.NodeGroups {
+				kept[g.Name] = true
+			}
+			for i, g := range next.NodeGroups {
+				if kept[g.Name] {
+					resources = append(resources, pipeline.ResourceChange{Resource: "node-group/" + g.Name, Action: pipeline.ActionInPlace,
+						Changes:    []pipeline.FieldChange{{Field: fmt.Sprintf("nodeGroups[%d].version", i), From: cur.Version, To: next.Version}},
+						Disruption: "rolling: the group's nodes are replaced by nodes of the new version, each drained first"})
+				}
+			}
 		}
 	}
 	groups, groupRefusals := nodeGroupChanges(cur, next)
@@ -78,7 +92,7 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		refused = append(refused, validation.FieldError{Field: "config.nodeGroups", Rule: "provider",
 			Message: "the " + j.Provider + " driver does not change a live cluster's node groups yet"})
 	}
-	groups = append(resources, groups...)
+	groups = mergeResources(append(resources, groups...))
 	if len(refused) > 0 {
 		return nil, refused
 	}
@@ -92,6 +106,23 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		return nil, err
 	}
 	return out, nil
+}
+
+// mergeResources makes one change per resource: a group upgraded to the control plane's
+// version and resized in the same update is one entry with both changes (and the upgrade's
+// disruption, the larger).
+func mergeResources(in []pipeline.ResourceChange) []pipeline.ResourceChange {
+	var out []pipeline.ResourceChange
+	at := map[string]int{}
+	for _, r := range in {
+		if i, ok := at[r.Resource]; ok {
+			out[i].Changes = append(out[i].Changes, r.Changes...)
+			continue
+		}
+		at[r.Resource] = len(out)
+		out = append(out, r)
+	}
+	return out
 }
 
 // nodeGroupChanges diffs the node groups by name: one resource change per group added,

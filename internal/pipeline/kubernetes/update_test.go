@@ -42,6 +42,7 @@ func TestPlanUpdate(t *testing.T) {
 		rerun                []string
 		resources            []string
 		actions              []pipeline.Action
+		changes              map[string][]string // the changed fields of a resource, when the case names them
 	}{
 		{name: "same config", next: base, rerun: []string{}, resources: []string{"cluster/prod"}, actions: []pipeline.Action{pipeline.ActionNoOp}},
 		{name: "add a group", next: ngs(def + `,{"name":"gpu","instanceType":"g5.xlarge","min":0,"max":2}`),
@@ -59,9 +60,15 @@ func TestPlanUpdate(t *testing.T) {
 		{name: "fixed cluster fields", next: `{"name":"prod2","version":"1.29","vpcID":"vpc-1","subnetIDs":["subnet-1"],"privateCluster":true,"nodeGroups":[` + def + `]}`,
 			fields: []string{"config.name", "config.vpcID", "config.subnetIDs", "config.privateCluster"}},
 		{name: "version up one minor", next: `{"name":"prod","version":"1.30","nodeGroups":[` + def + `]}`,
-			rerun: rerun, resources: []string{"cluster/prod"}, actions: []pipeline.Action{pipeline.ActionInPlace}},
+			rerun: rerun, resources: []string{"cluster/prod", "node-group/default"}, actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionInPlace},
+			changes: map[string][]string{"node-group/default": {"nodeGroups[0].version"}}},
+		{name: "version up with a new group", next: `{"name":"prod","version":"1.30","nodeGroups":[` + def + `,{"name":"gpu","instanceType":"g5.xlarge","min":0,"max":2}]}`,
+			rerun: rerun, resources: []string{"cluster/prod", "node-group/default", "node-group/gpu"},
+			actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionInPlace, pipeline.ActionInPlace},
+			changes: map[string][]string{"node-group/default": {"nodeGroups[0].version"}, "node-group/gpu": {"nodeGroups[1]"}}},
 		{name: "version and a group together", next: `{"name":"prod","version":"1.30","nodeGroups":[{"name":"default","instanceType":"m5.large","min":1,"max":9}]}`,
-			rerun: rerun, resources: []string{"cluster/prod", "node-group/default"}, actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionInPlace}},
+			rerun: rerun, resources: []string{"cluster/prod", "node-group/default"}, actions: []pipeline.Action{pipeline.ActionInPlace, pipeline.ActionInPlace},
+			changes: map[string][]string{"node-group/default": {"nodeGroups[0].version", "nodeGroups[0].max"}}},
 		{name: "another provider's version", provider: "azure", next: `{"name":"prod","version":"1.30","nodeGroups":[` + def + `]}`,
 			fields: []string{"config.version"}},
 		{name: "version jump of two minors", next: `{"name":"prod","version":"1.31","nodeGroups":[` + def + `]}`, fields: []string{"config.version"}},
@@ -106,6 +113,19 @@ func TestPlanUpdate(t *testing.T) {
 			}
 			if !slices.Equal(res, tc.resources) || !slices.Equal(actions, tc.actions) {
 				t.Errorf("resources %v %v, want %v %v", res, actions, tc.resources, tc.actions)
+			}
+			for _, r := range plan.Resources {
+				want, ok := tc.changes[r.Resource]
+				if !ok {
+					continue
+				}
+				var got []string
+				for _, c := range r.Changes {
+					got = append(got, c.Field)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s changes %v, want %v", r.Resource, got, want)
+				}
 			}
 			for i, s := range plan.Steps {
 				want := job.StepDone

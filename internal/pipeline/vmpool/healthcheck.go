@@ -3,6 +3,7 @@ package vmpool
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -13,10 +14,13 @@ import (
 // it is the update's own, not a vmOp a user sends (CheckOp refuses it).
 const opHealthCheck = "health_check"
 
-// HealthChecker is what a Driver may also do: change the request path of a live pool's load
-// balancer health check in place (the config's healthCheckPath). A driver without it leaves
+// HealthChecker is what a Driver may also do: change a live pool's load
+// balancer health check in place (the config's healthCheckPath, healthCheckPort). A driver without it leaves
 // the health check as the pool was made with, and a config update refuses the change.
 type HealthChecker interface {
+	// HealthCheckFields are the config fields (healthCheckPath, healthCheckPort) the driver
+	// changes in place; a change of another is refused.
+	HealthCheckFields() []string
 	SetHealthCheck(ctx context.Context, j *job.Job, c Config) error
 }
 
@@ -39,6 +43,6 @@ func (p *Pipeline) healthCheck(ctx context.Context, r *pipeline.Run) (pipeline.R
 		return pipeline.Result{}, err
 	}
 	res := pipeline.Done(nil)
-	res.Message = "health check path set to " + c.HealthCheckPath
+	res.Message = fmt.Sprintf("health check set to %s on port %d", c.HealthCheckPath, c.HealthCheckPort)
 	return res, nil
 }

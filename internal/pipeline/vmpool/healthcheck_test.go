@@ -15,8 +15,11 @@ import (
 // checker is a driver that can change a live pool's health check; it notes the path set.
 type checker struct {
 	vmpool.Driver
-	set *string
+	set    *string
+	fields []string
 }
+
+func (c checker) HealthCheckFields() []string { return c.fields }
 
 func (c checker) SetHealthCheck(_ context.Context, _ *job.Job, cfg vmpool.Config) error {
 	*c.set = cfg.HealthCheckPath
@@ -29,7 +32,7 @@ func (c checker) SetHealthCheck(_ context.Context, _ *job.Job, cfg vmpool.Config
 func TestPlanUpdateHealthCheckPath(t *testing.T) {
 	t.Parallel()
 	var set string
-	can := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return checker{set: &set}, nil }, time.Millisecond)
+	can := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return checker{set: &set, fields: []string{"healthCheckPath"}}, nil }, time.Millisecond)
 	cannot := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return nil, nil }, time.Millisecond)
 	const (
 		lb   = `{"name":"web","instanceType":"e2-small","min":2,"max":2,"createLoadBalancer":true}`
@@ -49,7 +52,7 @@ func TestPlanUpdateHealthCheckPath(t *testing.T) {
 		{name: "with a roll", pl: can, config: lb, next: `{"name":"web","instanceType":"e2-medium","min":2,"max":2,"createLoadBalancer":true,"healthCheckPath":"/up"}`,
 			field: "config.healthCheckPath", why: "separate"},
 		{name: "port", pl: can, config: lb, next: `{"name":"web","instanceType":"e2-small","min":2,"max":2,"createLoadBalancer":true,"healthCheckPort":8080}`,
-			field: "config.healthCheckPort", why: "immutable"},
+			field: "config.healthCheckPort", why: "provider"},
 	} {
 		j := completedPool(t, tc.pl, tc.config)
 		_, err := tc.pl.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(tc.next)})

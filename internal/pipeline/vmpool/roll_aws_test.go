@@ -93,6 +93,13 @@ func TestRollOnAWS(t *testing.T) {
 				t.Fatalf("planned steps %v, want %v", names, want)
 			}
 			runCrashing(ctx, t, j, pending[:len(pending)-1], false, true)
+			if c.Mode == "asg" {
+				// An operator's own suspension, which the roll must leave as it found it.
+				if _, err := autoscaling.NewFromConfig(p.Config()).SuspendProcesses(ctx, &autoscaling.SuspendProcessesInput{
+					AutoScalingGroupName: groupName(ctx, t, p), ScalingProcesses: []string{"AZRebalance"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			roll := pending[len(pending)-1]
 			var last pipeline.Result
@@ -107,6 +114,20 @@ func TestRollOnAWS(t *testing.T) {
 				if hasLB {
 					if n := healthy(ctx, t, p, lb.TargetGroupID); n < int(c.Desired) {
 						t.Fatalf("after roll call %d (%s): %d healthy targets, want at least %d", call, res.Message, n, c.Desired)
+					}
+				}
+				if c.Mode == "asg" && res.Outcome == pipeline.OutcomeWait {
+					// The scaling policy must not scale the surge back in (or out) mid-roll.
+					if sp := suspendedProcesses(ctx, t, p); !sp["AlarmNotification"] || !sp["ScheduledActions"] {
+						t.Fatalf("after roll call %d (%s): suspended processes %v, want AlarmNotification and ScheduledActions", call, res.Message, sp)
+					}
+					if call == 2 {
+						// As after a crash between the roll's tags and its suspension: the next
+						// call must find the process running and suspend it again.
+						if _, err := autoscaling.NewFromConfig(p.Config()).ResumeProcesses(ctx, &autoscaling.ResumeProcessesInput{
+							AutoScalingGroupName: groupName(ctx, t, p), ScalingProcesses: []string{"AlarmNotification"}}); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 				if call%2 == 1 && res.Outcome == pipeline.OutcomeWait {
@@ -159,9 +180,12 @@ func TestRollOnAWS(t *testing.T) {
 					t.Fatalf("ASG after the roll: desired %d, max %d; want 3, 3", *gg.DesiredCapacity, *gg.MaxSize)
 				}
 				for _, tg := range g.AutoScalingGroups[0].Tags {
-					if *tg.Key == "groundwork:roll-base" {
-						t.Fatal("the roll's base tag outlived the roll")
+					if strings.HasPrefix(*tg.Key, "groundwork:roll-") {
+						t.Fatalf("the roll's tag %s outlived the roll", *tg.Key)
 					}
+				}
+				if sp := suspendedProcesses(ctx, t, p); sp["AlarmNotification"] || sp["ScheduledActions"] || !sp["AZRebalance"] {
+					t.Fatalf("suspended processes after the roll: %v; want only the operator's AZRebalance", sp)
 				}
 				pol, err := autoscaling.NewFromConfig(p.Config()).DescribePolicies(ctx, &autoscaling.DescribePoliciesInput{})
 				if err != nil || len(pol.ScalingPolicies) != 1 || *pol.ScalingPolicies[0].TargetTrackingConfiguration.TargetValue != 50 {
@@ -239,4 +263,28 @@ func healthy(ctx context.Context, t *testing.T, p *aws.Provider, tg string) int 
 		}
 	}
 	return n
+}
+
+// groupName is the name of the test account's one Auto Scaling group.
+func groupName(ctx context.Context, t *testing.T, p *aws.Provider) *string {
+	t.Helper()
+	g, err := autoscaling.NewFromConfig(p.Config()).DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
+	if err != nil || len(g.AutoScalingGroups) != 1 {
+		t.Fatalf("Auto Scaling groups: %v (%v); want one", g, err)
+	}
+	return g.AutoScalingGroups[0].AutoScalingGroupName
+}
+
+// suspendedProcesses are the processes suspended on the test account's one Auto Scaling group.
+func suspendedProcesses(ctx context.Context, t *testing.T, p *aws.Provider) map[string]bool {
+	t.Helper()
+	g, err := autoscaling.NewFromConfig(p.Config()).DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{})
+	if err != nil || len(g.AutoScalingGroups) != 1 {
+		t.Fatalf("Auto Scaling groups: %v (%v); want one", g, err)
+	}
+	out := map[string]bool{}
+	for _, sp := range g.AutoScalingGroups[0].SuspendedProcesses {
+		out[*sp.ProcessName] = true
+	}
+	return out
 }

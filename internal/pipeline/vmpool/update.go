@@ -43,8 +43,7 @@ var poolFields = []poolField{
 	{field: "zoneID", get: func(c Config) any { return c.ZoneID }, fixed: "the pool's DNS zone is set when it is made"},
 	{field: "certificateArn", get: func(c Config) any { return c.CertificateARN }, fixed: "the listener's certificate is set when the pool is made"},
 	{field: "healthCheckPath", get: func(c Config) any { return c.HealthCheckPath }, health: true},
-	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort },
-		fixed: "it is the pool's serving port too (the load balancer's backend port and the firewall rule), set when the pool is made"},
+	{field: "healthCheckPort", get: func(c Config) any { return c.HealthCheckPort }, health: true},
 	{field: "bootstrapTimeoutMinutes", get: func(c Config) any { return c.BootstrapTimeoutMinutes },
 		fixed: "it applies to the pool's first bootstrap; a roll waits for each new instance as the pool did"},
 	{field: "waitForBootstrap", get: func(c Config) any { return c.WaitForBootstrap == nil || *c.WaitForBootstrap },
@@ -104,13 +103,11 @@ func (p *Pipeline) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.Upda
 			Message: "change " + templateField + " and the pool's size in separate updates: a roll keeps the size it starts with"})
 	}
 	if len(health) > 0 {
-		fe, err := p.healthRefusal(ctx, j, cur, len(template)+len(size) > 0)
+		fes, err := p.healthRefusals(ctx, j, cur, health, len(template)+len(size) > 0)
 		if err != nil {
 			return nil, err
 		}
-		if fe != nil {
-			refused = append(refused, *fe)
-		}
+		refused = append(refused, fes...)
 	}
 	if len(refused) > 0 {
 		return nil, refused
@@ -134,7 +131,7 @@ func (p *Pipeline) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.Upda
 		if err != nil {
 			return nil, err
 		}
-		steps, err := reopenFinalize(j, "config", "health check path "+next.HealthCheckPath)
+		steps, err := reopenFinalize(j, "config", fmt.Sprintf("health check %s on port %d", next.HealthCheckPath, next.HealthCheckPort))
 		if err != nil {
 			return nil, err
 		}
@@ -157,23 +154,33 @@ func (p *Pipeline) PlanUpdate(ctx context.Context, j *job.Job, req pipeline.Upda
 	return out, nil
 }
 
-// healthRefusal is why a health check change cannot go (nil when it can): the pool has no
-// load balancer, the job's driver cannot patch its check, or the update changes more.
-func (p *Pipeline) healthRefusal(ctx context.Context, j *job.Job, cur Config, more bool) (*validation.FieldError, error) {
-	const field = "config.healthCheckPath"
+// healthRefusals are why a health check change cannot go (none when it can): the pool has no
+// load balancer, the job's driver cannot change that field of its check in place, or the
+// update changes more than the check.
+func (p *Pipeline) healthRefusals(ctx context.Context, j *job.Job, cur Config, health []pipeline.FieldChange, more bool) ([]validation.FieldError, error) {
+	var out []validation.FieldError
 	if !cur.CreateLoadBalancer {
-		return &validation.FieldError{Field: field, Rule: "immutable", Message: "the pool has no load balancer, so no health check to change"}, nil
+		for _, c := range health {
+			out = append(out, validation.FieldError{Field: "config." + c.Field, Rule: "immutable", Message: "the pool has no load balancer, so no health check to change"})
+		}
+		return out, nil
 	}
 	d, err := p.load.Resolve(ctx, j)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := d.(HealthChecker); !ok {
-		return &validation.FieldError{Field: field, Rule: "provider",
-			Message: "provider " + j.Provider + " cannot change a live pool's health check in place; the check keeps the path the pool was made with"}, nil
+	var can []string
+	if hc, ok := d.(HealthChecker); ok {
+		can = hc.HealthCheckFields()
 	}
-	if more {
-		return &validation.FieldError{Field: field, Rule: "separate", Message: "change the health check path in an update of its own"}, nil
+	for _, c := range health {
+		if !slices.Contains(can, c.Field) {
+			out = append(out, validation.FieldError{Field: "config." + c.Field, Rule: "provider",
+				Message: "provider " + j.Provider + " cannot change " + c.Field + " of a live pool's health check in place; the check keeps what the pool was made with"})
+		}
 	}
-	return nil, nil
+	if more && len(out) == 0 {
+		out = append(out, validation.FieldError{Field: "config." + health[0].Field, Rule: "separate", Message: "change the health check in an update of its own"})
+	}
+	return out, nil
 }

@@ -15,14 +15,22 @@ import (
 
 func TestPlanUpdate(t *testing.T) {
 	t.Parallel()
-	pl := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return nil, nil }, time.Millisecond)
+	// An "aws" job's driver changes the health check's path and port in place; others none.
+	pl := vmpool.New(func(_ context.Context, j *job.Job) (vmpool.Driver, error) {
+		if j.Provider == "aws" {
+			return checker{set: new(string), fields: []string{"healthCheckPath", "healthCheckPort"}}, nil
+		}
+		return nil, nil
+	}, time.Millisecond)
 	const (
 		fixed = `{"name":"web","instanceType":"t3.micro","min":2,"max":2,"createLoadBalancer":true}`
 		asg   = `{"name":"web","instanceType":"t3.micro","mode":"asg","min":1,"max":3,"desired":2}`
 	)
 	cases := []struct {
 		name, config, next string
+		provider           string   // the job's provider; "" is aws
 		fields             []string // refused fields; nil plans
+		rules              []string // the refusals' rules, when the case names them
 		rerun              []string
 		actions            []pipeline.Action
 		vmOp               string
@@ -43,21 +51,37 @@ func TestPlanUpdate(t *testing.T) {
 			next: `{"name":"web","instanceType":"t3.small","mode":"asg","min":1,"max":4,"desired":2}`, fields: []string{"config.max"}},
 		{name: "fixed fields", config: fixed,
 			next:   `{"name":"api","instanceType":"t3.micro","min":2,"max":2,"healthCheckPath":"/up"}`,
-			fields: []string{"config.name", "config.createLoadBalancer", "config.listenerPorts", "config.healthCheckPath"}},
+			fields: []string{"config.name", "config.createLoadBalancer", "config.listenerPorts"}},
+		{name: "health check in place", config: fixed,
+			next:  `{"name":"web","instanceType":"t3.micro","min":2,"max":2,"createLoadBalancer":true,"healthCheckPath":"/up","healthCheckPort":8080}`,
+			rerun: []string{vmpool.StepFinalize}, actions: []pipeline.Action{pipeline.ActionInPlace}, vmOp: "health_check"},
+		{name: "health check and template together", config: fixed,
+			next:   `{"name":"web","instanceType":"t3.small","min":2,"max":2,"createLoadBalancer":true,"healthCheckPath":"/up"}`,
+			fields: []string{"config.healthCheckPath"}, rules: []string{"separate"}},
+		{name: "health check of a pool without a load balancer", config: asg,
+			next:   `{"name":"web","instanceType":"t3.micro","mode":"asg","min":1,"max":3,"desired":2,"healthCheckPort":8080}`,
+			fields: []string{"config.healthCheckPort"}, rules: []string{"immutable"}},
+		{name: "health check where the driver cannot", config: fixed, provider: "local",
+			next:   `{"name":"web","instanceType":"t3.micro","min":2,"max":2,"createLoadBalancer":true,"healthCheckPath":"/up"}`,
+			fields: []string{"config.healthCheckPath"}, rules: []string{"provider"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			j := completedPool(t, pl, tc.config)
+			j.Provider = "aws"
+			if tc.provider != "" {
+				j.Provider = tc.provider
+			}
 			plan, err := pl.PlanUpdate(t.Context(), j, pipeline.UpdateRequest{Config: json.RawMessage(tc.next)})
 			if tc.fields != nil {
 				fe, ok := validation.Fields(err)
-				var got []string
+				var got, rules []string
 				for _, f := range fe {
-					got = append(got, f.Field)
+					got, rules = append(got, f.Field), append(rules, f.Rule)
 				}
-				if !ok || !slices.Equal(got, tc.fields) {
-					t.Fatalf("refusal %v; want field errors on %v", err, tc.fields)
+				if !ok || !slices.Equal(got, tc.fields) || (tc.rules != nil && !slices.Equal(rules, tc.rules)) {
+					t.Fatalf("refusal %v (rules %v); want field errors on %v (rules %v)", err, rules, tc.fields, tc.rules)
 				}
 				return
 			}

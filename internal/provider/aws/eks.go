@@ -34,6 +34,18 @@ type NodeGroupSpec struct {
 	Min, Max     int32
 	NodeRoleARN  string
 	SubnetIDs    []string
+	// Version is the Kubernetes version a new group gets: the control plane's ("" is EKS's
+	// default, the control plane's too). A live group follows an upgrade through
+	// EnsureNodeGroupVersion.
+	Version string
+}
+
+// nonEmpty is s as an optional API field: nil when empty.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // Cluster is what the register-space step needs: where the API server is and which CA signs
@@ -125,6 +137,7 @@ func (p *Provider) EnsureNodeGroup(ctx context.Context, t Tags, cluster string, 
 		InstanceTypes: []string{s.InstanceType}, Tags: t.WithRole("node-group-" + s.Name).Map(),
 		ScalingConfig:      &ekstypes.NodegroupScalingConfig{MinSize: &s.Min, MaxSize: &s.Max, DesiredSize: &desired},
 		ClientRequestToken: ptr(clientToken(stepCluster, t.WithRole("ng-"+s.Name))),
+		Version:            nonEmpty(s.Version),
 	})
 	if isCode(err, "ResourceInUseException") {
 		// A repeat after a lost answer meets the group it made: adopt it when it is this job's.

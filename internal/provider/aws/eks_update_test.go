@@ -173,7 +173,8 @@ func TestEKSDriverUpgradesControlPlane(t *testing.T) {
 			ctx, tags := testCtx(t), testTags(t)
 			j := &job.Job{ID: tags.JobID, OrgID: tags.OrgID, Family: job.FamilyKubernetes, Provider: Name}
 			versions := &fakeClusterVersions{polls: 2, settle: settle}
-			d := KubernetesDriver{P: p, Versions: versions}
+			// The node groups follow at once (polls 0): this test counts the control plane's waits.
+			d := KubernetesDriver{P: p, Versions: versions, NodeGroupVersions: &fakeNodeGroupVersions{f: fakeClusterVersions{settle: string(ekstypes.UpdateStatusSuccessful)}}}
 			net, err := p.EnsureNetwork(ctx, NetworkSpec{Tags: tags, NoNAT: true})
 			if err != nil {
 				t.Fatal(err)

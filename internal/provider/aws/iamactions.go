@@ -126,7 +126,9 @@ func StepPlan(j *job.Job, step string) plan.Step {
 					// The scaling policy, and a roll (vmOp roll: its surge, base tag and the old
 					// instances' ends).
 					"autoscaling:PutScalingPolicy", "autoscaling:DescribePolicies", "autoscaling:DeletePolicy",
-					"autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags", "autoscaling:TerminateInstanceInAutoScalingGroup")
+					"autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags", "autoscaling:TerminateInstanceInAutoScalingGroup",
+					// A roll holds the scaling policy's alarms (and schedules, rebalancing) off.
+					"autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses")
 			} else {
 				create("aws_instance", name, int(c.Desired))
 				ops = append(ops, "ec2:RunInstances", "ec2:TerminateInstances", "ec2:CreateTags")
@@ -148,7 +150,10 @@ func StepPlan(j *job.Job, step string) plan.Step {
 			create("aws_lb_target_group", name, 1)
 			ops = append(ops, "elasticloadbalancing:CreateTargetGroup", "elasticloadbalancing:DeleteTargetGroup",
 				"elasticloadbalancing:DeregisterTargets", "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:RegisterTargets",
-				"elasticloadbalancing:AddTags", "autoscaling:AttachLoadBalancerTargetGroups", "autoscaling:DetachLoadBalancerTargetGroups")
+				"elasticloadbalancing:AddTags", "autoscaling:AttachLoadBalancerTargetGroups", "autoscaling:DetachLoadBalancerTargetGroups",
+				// A config update of the health check path or port changes the group in place
+				// (finalize calls it, on the group this step made).
+				"elasticloadbalancing:ModifyTargetGroup")
 		case vmpool.StepListeners:
 			create("aws_lb_listener", name, len(c.ListenerPorts))
 			ops = append(ops, "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
@@ -179,7 +184,7 @@ func StepPlan(j *job.Job, step string) plan.Step {
 				create("aws_eks_node_group", ng.Name, 1)
 			}
 			ops = append(ops, "eks:CreateCluster", "eks:CreateNodegroup", "eks:DeleteCluster", "eks:DeleteNodegroup", "eks:DescribeCluster",
-				"eks:DescribeNodegroup", "eks:ListNodegroups", "eks:TagResource", "eks:UpdateNodegroupConfig", "eks:UpdateClusterVersion", "eks:DescribeUpdate", "iam:PassRole", "iam:CreateServiceLinkedRole")
+				"eks:DescribeNodegroup", "eks:ListNodegroups", "eks:TagResource", "eks:UpdateNodegroupConfig", "eks:UpdateClusterVersion", "eks:UpdateNodegroupVersion", "eks:DescribeUpdate", "iam:PassRole", "iam:CreateServiceLinkedRole")
 		}
 	case job.FamilyRegistry:
 		if step == "create_repository" {

@@ -146,11 +146,12 @@ func (p *Provider) EnsureTargetGroup(ctx context.Context, s LBSpec) (string, err
 	name := lbName(s.Tags, "gt-")
 	out, err := p.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{name}})
 	if err == nil && len(out.TargetGroups) > 0 {
-		arn := deref(out.TargetGroups[0].TargetGroupArn)
+		tg := out.TargetGroups[0]
+		arn := deref(tg.TargetGroupArn)
 		if owned, err := p.elbOwned(ctx, s.Tags, arn); err != nil || !owned {
 			return "", firstErr(err, alreadyExists("target group", name))
 		}
-		return arn, nil
+		return arn, p.convergeHealthCheck(ctx, tg, s.HealthPath, fmt.Sprint(s.HealthPort))
 	}
 	if err != nil && !isCode(err, "TargetGroupNotFound") {
 		return "", p.classify(err, false)
@@ -183,6 +184,45 @@ func (p *Provider) EnsureTargetGroup(ctx context.Context, s LBSpec) (string, err
 		return deref(created.TargetGroups[0].TargetGroupArn), nil
 	})
 	return arn, p.classify(err, false)
+}
+
+// SetTargetGroupHealthCheck changes the health check of the job's target group (found by
+// its name, and only when it carries the job's tags) to s's path and port.
+func (p *Provider) SetTargetGroupHealthCheck(ctx context.Context, s LBSpec) error {
+	name := lbName(s.Tags, "gt-")
+	out, err := p.elb.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{Names: []string{name}})
+	if err != nil {
+		return p.classify(err, false)
+	}
+	if len(out.TargetGroups) == 0 {
+		return fault.UserAction(fmt.Errorf("target group %s is gone", name), "TargetGroupGone",
+			"The pool's target group was deleted outside Groundwork; attach a load balancer again with vmOp attach_lb.", "")
+	}
+	tg := out.TargetGroups[0]
+	if owned, err := p.elbOwned(ctx, s.Tags, deref(tg.TargetGroupArn)); err != nil || !owned {
+		return firstErr(err, alreadyExists("target group", name))
+	}
+	return p.convergeHealthCheck(ctx, tg, s.HealthPath, fmt.Sprint(s.HealthPort))
+}
+
+// convergeHealthCheck sets the target group's health check path and port to the pool's, in
+// place (a config update of healthCheckPath or healthCheckPort). It sends only what differs
+// from what the group answered, so a step run again after a crash sends nothing twice; the
+// targets stay registered and the balancer keeps serving while the checks move over.
+func (p *Provider) convergeHealthCheck(ctx context.Context, tg elbtypes.TargetGroup, path, port string) error {
+	in := &elbv2.ModifyTargetGroupInput{TargetGroupArn: tg.TargetGroupArn}
+	changed := false
+	if deref(tg.HealthCheckPath) != path {
+		in.HealthCheckPath, changed = &path, true
+	}
+	if deref(tg.HealthCheckPort) != port {
+		in.HealthCheckPort, changed = &port, true
+	}
+	if !changed {
+		return nil
+	}
+	_, err := p.elb.ModifyTargetGroup(ctx, in)
+	return p.classify(err, false)
 }
 
 // EnsureListeners adds one listener per port forwarding to the target group: 443 is HTTPS with

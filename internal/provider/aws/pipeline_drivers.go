@@ -83,6 +83,9 @@ type KubernetesDriver struct {
 	// Versions upgrades the control plane when the config names a newer version than it runs
 	// (nil: the EKS API).
 	Versions ClusterVersionUpdater
+	// NodeGroupVersions upgrades the job's node groups to the control plane's version after it
+	// (nil: the EKS API).
+	NodeGroupVersions NodeGroupVersionUpdater
 }
 
 var _ kubernetes.Driver = KubernetesDriver{}
@@ -130,15 +133,21 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 	if versions == nil {
 		versions = SDKClusterVersions{P: d.P}
 	}
-	if done, err := EnsureClusterVersion(ctx, versions, JobTags(j), c.Name, cl.Version, c.Version); err != nil || !done {
+	if done, err := EnsureClusterVersion(ctx, versions, JobTags(j), StepRun(j, kubernetes.StepCluster), c.Name, cl.Version, c.Version); err != nil || !done {
 		return out, err
 	}
 	all := true
 	for _, ng := range c.NodeGroups {
 		active, err := d.P.EnsureNodeGroup(ctx, JobTags(j), c.Name, NodeGroupSpec{Name: ng.Name, InstanceType: ng.InstanceType,
-			Min: ng.Min, Max: ng.Max, NodeRoleARN: r.NodeRole, SubnetIDs: n.SubnetIDs})
+			Min: ng.Min, Max: ng.Max, NodeRoleARN: r.NodeRole, SubnetIDs: n.SubnetIDs, Version: cl.Version})
 		if err != nil {
 			return out, err
+		}
+		if active {
+			// The group follows the control plane's version once the control plane is there.
+			if active, err = d.ensureNodeGroupVersion(ctx, j, c, ng.Name); err != nil {
+				return out, err
+			}
 		}
 		all = all && active
 	}
@@ -153,6 +162,20 @@ func (d KubernetesDriver) EnsureCluster(ctx context.Context, j *job.Job, c kuber
 	}
 	out.Ready = all && pruned
 	return out, nil
+}
+
+// ensureNodeGroupVersion upgrades an active node group of the job to the config's version
+// (the control plane's, which EnsureClusterVersion brought there first); done once it runs it.
+func (d KubernetesDriver) ensureNodeGroupVersion(ctx context.Context, j *job.Job, c kubernetes.Config, group string) (bool, error) {
+	current, err := d.P.nodeGroupVersion(ctx, c.Name, group)
+	if err != nil || current == "" {
+		return false, err
+	}
+	versions := d.NodeGroupVersions
+	if versions == nil {
+		versions = SDKClusterVersions{P: d.P}
+	}
+	return EnsureNodeGroupVersion(ctx, versions, JobTags(j), StepRun(j, kubernetes.StepCluster), c.Name, group, current, c.Version)
 }
 
 func (d KubernetesDriver) DeleteCluster(ctx context.Context, j *job.Job, name string) (bool, error) {

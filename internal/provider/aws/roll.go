@@ -27,7 +27,17 @@ const (
 	// tagRollBase is set on the ASG while a roll is under way: the desired capacity before the
 	// roll's surge, so that a resumed roll knows whether its surge instance is already asked for.
 	tagRollBase = "groundwork:roll-base"
+	// tagRollSuspended is set on the ASG with tagRollBase: the processes the roll suspended
+	// (comma-separated), so that its end resumes those and no process someone else suspended.
+	tagRollSuspended = "groundwork:roll-suspended"
 )
+
+// rollProcesses are the Auto Scaling processes a roll suspends while it runs: the scaling
+// policy's alarms (a target-tracking policy would scale the surge back in, or scale out
+// against a group being replaced), scheduled actions (the same from a schedule) and AZ
+// rebalancing (which launches and ends instances of its own). Launch, Terminate and the
+// health checks stay on: the roll needs them.
+var rollProcesses = []string{"AlarmNotification", "AZRebalance", "ScheduledActions"}
 
 const stepRoll = "roll_vms"
 
@@ -326,10 +336,18 @@ func (p *Provider) rollASG(ctx context.Context, s RollSpec, lt LaunchTemplate, v
 	}
 	desired, maxSize := deref(g.DesiredCapacity), deref(g.MaxSize)
 	base, rolling := int32(0), false
+	var mine []string // the processes the roll suspended
+	hasMine := false
 	for _, tg := range g.Tags {
-		if deref(tg.Key) == tagRollBase {
+		switch deref(tg.Key) {
+		case tagRollBase:
 			if n, err := strconv.ParseInt(deref(tg.Value), 10, 32); err == nil {
 				base, rolling = int32(n), true
+			}
+		case tagRollSuspended:
+			hasMine = true
+			if v := deref(tg.Value); v != "" {
+				mine = strings.Split(v, ",")
 			}
 		}
 	}
@@ -352,16 +370,55 @@ func (p *Provider) rollASG(ctx context.Context, s RollSpec, lt LaunchTemplate, v
 					return st, p.classify(err, true)
 				}
 			}
-			if _, err := p.asg.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: []asgtypes.Tag{{Key: ptr(tagRollBase), ResourceId: &name, ResourceType: ptr("auto-scaling-group")}}}); err != nil {
+			// The processes the roll suspended resume before its tags go: a call after a crash
+			// in between finds the tags and resumes them again, which changes nothing.
+			if len(mine) > 0 {
+				if _, err := p.asg.ResumeProcesses(ctx, &autoscaling.ResumeProcessesInput{AutoScalingGroupName: &name, ScalingProcesses: mine}); err != nil {
+					return st, p.classify(err, true)
+				}
+			}
+			del := []asgtypes.Tag{{Key: ptr(tagRollBase), ResourceId: &name, ResourceType: ptr("auto-scaling-group")}}
+			if hasMine {
+				del = append(del, asgtypes.Tag{Key: ptr(tagRollSuspended), ResourceId: &name, ResourceType: ptr("auto-scaling-group")})
+			}
+			if _, err := p.asg.DeleteTags(ctx, &autoscaling.DeleteTagsInput{Tags: del}); err != nil {
 				return st, p.classify(err, true)
 			}
 		}
 		st.Replaced, st.Done = st.Total, true
 		return st, nil
 	}
+	suspended := map[string]bool{}
+	for _, sp := range g.SuspendedProcesses {
+		suspended[deref(sp.ProcessName)] = true
+	}
 	if !rolling {
-		if _, err := p.asg.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: []asgtypes.Tag{{Key: ptr(tagRollBase),
-			Value: ptr(strconv.Itoa(int(base))), PropagateAtLaunch: ptr(false), ResourceId: &name, ResourceType: ptr("auto-scaling-group")}}}); err != nil {
+		// The processes to suspend are those not suspended already: one someone else
+		// suspended stays theirs, and suspended, when the roll ends.
+		mine = nil
+		for _, proc := range rollProcesses {
+			if !suspended[proc] {
+				mine = append(mine, proc)
+			}
+		}
+		// The tags go first, so that a roll cut short after suspending is resumed by its end.
+		if _, err := p.asg.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: []asgtypes.Tag{
+			{Key: ptr(tagRollBase), Value: ptr(strconv.Itoa(int(base))), PropagateAtLaunch: ptr(false), ResourceId: &name, ResourceType: ptr("auto-scaling-group")},
+			{Key: ptr(tagRollSuspended), Value: ptr(strings.Join(mine, ",")), PropagateAtLaunch: ptr(false), ResourceId: &name, ResourceType: ptr("auto-scaling-group")},
+		}}); err != nil {
+			return st, p.classify(err, true)
+		}
+	}
+	// Every call checks the group's suspended processes afresh: a call after a crash between
+	// the tags and the suspension (or someone resuming one mid-roll) suspends them again.
+	var missing []string
+	for _, proc := range mine {
+		if !suspended[proc] {
+			missing = append(missing, proc)
+		}
+	}
+	if len(missing) > 0 {
+		if _, err := p.asg.SuspendProcesses(ctx, &autoscaling.SuspendProcessesInput{AutoScalingGroupName: &name, ScalingProcesses: missing}); err != nil {
 			return st, p.classify(err, true)
 		}
 	}

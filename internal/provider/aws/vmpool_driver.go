@@ -170,6 +170,17 @@ func (d VMPoolDriver) EnsureTargetGroup(ctx context.Context, j *job.Job, c vmpoo
 	return d.P.EnsureTargetGroup(ctx, d.lbSpec(j, c, n, ""))
 }
 
+// HealthCheckFields: a target group's health check path and port both change in place.
+func (d VMPoolDriver) HealthCheckFields() []string {
+	return []string{"healthCheckPath", "healthCheckPort"}
+}
+
+// SetHealthCheck sets the pool's target group's health check to the config's, sending only
+// what differs, so a call made again after a crash sends nothing twice.
+func (d VMPoolDriver) SetHealthCheck(ctx context.Context, j *job.Job, c vmpool.Config) error {
+	return d.P.SetTargetGroupHealthCheck(ctx, d.lbSpec(j, c, vmpool.Network{}, ""))
+}
+
 func (d VMPoolDriver) EnsureListeners(ctx context.Context, j *job.Job, c vmpool.Config, lb vmpool.LoadBalancer) (vmpool.LoadBalancer, error) {
 	var err error
 	if containsPort(c.ListenerPorts, 443) {

@@ -423,6 +423,10 @@ var _ vmpool.HealthChecker = VMPoolDriver{}
 // SetHealthCheck implements vmpool.HealthChecker: the pool's health check gets the config's
 // request path (healthChecks.patch), once it differs; the request names the change and the
 // path it replaces, so a call after a crash sends nothing twice.
+// HealthCheckFields: the path only. The check's port is the pool's serving port too (the
+// backend service's named port and the firewall rule), set when the pool is made.
+func (d VMPoolDriver) HealthCheckFields() []string { return []string{"healthCheckPath"} }
+
 func (d VMPoolDriver) SetHealthCheck(ctx context.Context, j *job.Job, c vmpool.Config) error {
 	s, err := d.C.computeService(ctx)
 	if err != nil {
