@@ -32,7 +32,9 @@ func (c checker) SetHealthCheck(_ context.Context, _ *job.Job, cfg vmpool.Config
 func TestPlanUpdateHealthCheckPath(t *testing.T) {
 	t.Parallel()
 	var set string
-	can := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return checker{set: &set, fields: []string{"healthCheckPath"}}, nil }, time.Millisecond)
+	can := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) {
+		return checker{set: &set, fields: []string{"healthCheckPath"}}, nil
+	}, time.Millisecond)
 	cannot := vmpool.New(func(context.Context, *job.Job) (vmpool.Driver, error) { return nil, nil }, time.Millisecond)
 	const (
 		lb   = `{"name":"web","instanceType":"e2-small","min":2,"max":2,"createLoadBalancer":true}`
