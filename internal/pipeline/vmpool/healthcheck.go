@@ -2,10 +2,8 @@ package vmpool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/groundworkhq/groundwork/internal/fault"
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/pipeline"
 )
@@ -26,18 +24,10 @@ type HealthChecker interface {
 
 // healthCheck is finalize's Do for a health check change: the driver patches the check.
 func (p *Pipeline) healthCheck(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
-	c, err := DecodeConfig(r.Job.Config)
-	if err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
-	}
-	d, err := p.load.Resolve(ctx, r.Job)
+	c, hc, err := driverAs[HealthChecker](ctx, p, r, "HealthCheckUnsupported", "this provider cannot change a live pool's health check",
+		"Set the health check back to the pool's; make a new pool for another one.")
 	if err != nil {
 		return pipeline.Result{}, err
-	}
-	hc, ok := d.(HealthChecker)
-	if !ok {
-		return pipeline.Result{}, fault.UserAction(errors.New("this provider cannot change a live pool's health check"), "HealthCheckUnsupported",
-			"Set the health check path back to the pool's; make a new pool for another one.", "")
 	}
 	if err := hc.SetHealthCheck(ctx, r.Job, c); err != nil {
 		return pipeline.Result{}, err

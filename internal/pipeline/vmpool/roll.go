@@ -87,20 +87,31 @@ func (p *Pipeline) PlanRoll(j *job.Job, newConfig json.RawMessage) (json.RawMess
 	return out, steps, nil
 }
 
-// roll is finalize's Do for vmOp roll: one RollStep per call, a wait while it goes on.
-func (p *Pipeline) roll(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+// driverAs decodes the job's config and resolves its driver as T, one of the optional things a
+// Driver may also do; a driver that does not is a user_action failure with code and hint.
+func driverAs[T any](ctx context.Context, p *Pipeline, r *pipeline.Run, code, why, hint string) (Config, T, error) {
+	var zero T
 	c, err := DecodeConfig(r.Job.Config)
 	if err != nil {
-		return pipeline.Result{}, fault.UserAction(err, "InvalidConfig", err.Error(), "")
+		return c, zero, fault.UserAction(err, "InvalidConfig", err.Error(), "")
 	}
 	d, err := p.load.Resolve(ctx, r.Job)
 	if err != nil {
-		return pipeline.Result{}, err
+		return c, zero, err
 	}
-	roller, ok := d.(Roller)
+	t, ok := d.(T)
 	if !ok {
-		return pipeline.Result{}, fault.UserAction(errors.New("this provider cannot roll a pool's instances"), "RollUnsupported",
-			"Replace the pool's instances by recreating it.", "")
+		return c, zero, fault.UserAction(errors.New(why), code, hint, "")
+	}
+	return c, t, nil
+}
+
+// roll is finalize's Do for vmOp roll: one RollStep per call, a wait while it goes on.
+func (p *Pipeline) roll(ctx context.Context, r *pipeline.Run) (pipeline.Result, error) {
+	c, roller, err := driverAs[Roller](ctx, p, r, "RollUnsupported", "this provider cannot roll a pool's instances",
+		"Replace the pool's instances by recreating it.")
+	if err != nil {
+		return pipeline.Result{}, err
 	}
 	var lb LoadBalancer
 	var attached bool
