@@ -99,6 +99,7 @@ func TestDataLossUpdateNeedsApproval(t *testing.T) {
 	revisions("applied", "awaiting_approval")
 
 	approve := base + "/revisions/2/approve"
+	entriesBefore := e.auditTotal(t, orgA)
 	for name, c := range map[string]struct {
 		tok, path, body string
 		status          int
@@ -120,6 +121,9 @@ func TestDataLossUpdateNeedsApproval(t *testing.T) {
 	}
 	if got := e.call(t, admin, "GET", base, ""); got.body["status"] != "completed" || retention(got) != float64(7) {
 		t.Fatalf("refused decisions changed the job: %s", got.raw)
+	}
+	if n := e.auditTotal(t, orgA) - entriesBefore; n != 0 {
+		t.Fatalf("refused decisions left %d audit entries", n)
 	}
 
 	// Another admin approves: the job runs the new config and revision 2 is applied.
