@@ -59,7 +59,7 @@ func (u *configUpdate) run(g *globals, cmd *cobra.Command, id string, watch bool
 		if watch {
 			return fmt.Errorf("--dry-run changes nothing: there is nothing to --watch")
 		}
-		var pl pipeline.UpdatePlan
+		var pl updatePlan
 		if err := g.client().Do(ctxOf(cmd), "POST", jobPath(id)+"/update-plan", body, &pl); err != nil {
 			return err
 		}
@@ -70,10 +70,15 @@ func (u *configUpdate) run(g *globals, cmd *cobra.Command, id string, watch bool
 		return err
 	}
 	body["version"] = cur.Version
-	var j job.Job
-	if err := g.client().Do(ctxOf(cmd), "PATCH", jobPath(id), body, &j); err != nil {
+	var ans updated
+	if err := g.client().Do(ctxOf(cmd), "PATCH", jobPath(id), body, &ans); err != nil {
 		return err
 	}
+	if ans.PendingRevision > 0 {
+		// Nothing runs until another principal approves it: there is nothing to watch.
+		return g.printPending(cmd, &ans)
+	}
+	j := ans.Job
 	if g.output == "table" && j.Version == cur.Version {
 		fmt.Fprintln(cmd.OutOrStdout(), "the config changes nothing: no revision recorded")
 	}
@@ -83,9 +88,16 @@ func (u *configUpdate) run(g *globals, cmd *cobra.Command, id string, watch bool
 	return g.watch(cmd, j.ID)
 }
 
+// updatePlan is the dry run's answer: the plan, and whether applying it needs an approval.
+type updatePlan struct {
+	pipeline.UpdatePlan
+	NeedsApproval bool `json:"needsApproval"`
+}
+
 // printPlan prints an update plan: a row per changed field of each resource, with the
-// resource's action, disruption and data loss on its first row, then the steps that re-run.
-func (g *globals) printPlan(w io.Writer, pl *pipeline.UpdatePlan) error {
+// resource's action, disruption and data loss on its first row, then the steps that re-run,
+// and whether the update needs an approval.
+func (g *globals) printPlan(w io.Writer, pl *updatePlan) error {
 	if g.output != "table" {
 		return g.printOut(w, pl, nil, nil)
 	}
@@ -119,8 +131,14 @@ func (g *globals) printPlan(w io.Writer, pl *pipeline.UpdatePlan) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "re-runs: %s\n", strings.Join(pl.Rerun, ", "))
-	return err
+	if _, err := fmt.Fprintf(w, "re-runs: %s\n", strings.Join(pl.Rerun, ", ")); err != nil {
+		return err
+	}
+	if pl.NeedsApproval {
+		_, err := fmt.Fprintln(w, "needs approval: the update drops data; sent with --allow-data-loss it awaits another principal's approval (groundwork jobs approve)")
+		return err
+	}
+	return nil
 }
 
 // planValue is a field's value in one cell: JSON, "-" where the field is absent.
@@ -175,12 +193,15 @@ func newConfigCommands(g *globals) []*cobra.Command {
 			if err := g.client().Do(ctxOf(cmd), "GET", jobPath(args[0]), nil, &cur); err != nil {
 				return err
 			}
-			var j job.Job
+			var ans updated
 			body := map[string]any{"version": cur.Version, "allowDataLoss": rollbackDataLoss}
-			if err := g.client().Do(ctxOf(cmd), "POST", jobPath(args[0])+"/rollback", body, &j); err != nil {
+			if err := g.client().Do(ctxOf(cmd), "POST", jobPath(args[0])+"/rollback", body, &ans); err != nil {
 				return err
 			}
-			return g.printOrWatch(cmd, &j)
+			if ans.PendingRevision > 0 {
+				return g.printPending(cmd, &ans)
+			}
+			return g.printOrWatch(cmd, &ans.Job)
 		},
 	}
 	rollback.Flags().BoolVar(&rollbackDataLoss, "allow-data-loss", false, "accept a rollback that drops data")
@@ -210,7 +231,7 @@ func newConfigCommands(g *globals) []*cobra.Command {
 	for _, c := range []*cobra.Command{rollback, reconcile} {
 		c.Flags().Bool("watch", false, "follow the job until it settles again")
 	}
-	return []*cobra.Command{revisions, rollback, inspect, drift, reconcile}
+	return append([]*cobra.Command{revisions, rollback, inspect, drift, reconcile}, newApprovalCommands(g)...)
 }
 
 // inspection is an inspection as the API answers it (GET …/drift, POST …/inspect).

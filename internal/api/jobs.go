@@ -224,9 +224,19 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request, p *Principal) 
 	if string(req.Config) == "null" {
 		req.Config = nil // as if left out, like every other field of the patch
 	}
-	out, err := s.jobs.Patch(r.Context(), jobCaller(p), r.PathValue("id"), jobs.Patch{Version: want, Name: req.Name, Tags: req.Tags,
+	patch := jobs.Patch{Version: want, Name: req.Name, Tags: req.Tags,
 		Status: req.Status, VMOp: req.VMOp, Min: req.Min, Max: req.Max, Desired: req.Desired,
-		Config: req.Config, AllowDataLoss: req.AllowDataLoss, ApplyImmediately: req.ApplyImmediately})
+		Config: req.Config, AllowDataLoss: req.AllowDataLoss, ApplyImmediately: req.ApplyImmediately}
+	if req.Config != nil {
+		// A config update that drops data awaits approval: 202 with the pending revision.
+		out, pending, err := s.jobs.PatchConfig(r.Context(), jobCaller(p), r.PathValue("id"), patch)
+		if err != nil {
+			return jobErr(err)
+		}
+		writeUpdated(w, http.StatusOK, out, pending)
+		return nil
+	}
+	out, err := s.jobs.Patch(r.Context(), jobCaller(p), r.PathValue("id"), patch)
 	if err != nil {
 		return jobErr(err)
 	}

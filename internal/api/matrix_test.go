@@ -483,8 +483,9 @@ func allowedByRule(role, policy string) bool {
 		return true
 	case "editor":
 		// Registering and removing a provisioner redirects every job of its pairs: Admin's.
-		// Deciding a remediation's approval gate is Admin's too.
-		adminAction := (res == "provisioner" && action != rbac.View) || (res == "remediation" && action == rbac.Approve)
+		// Deciding a remediation's approval gate, or a config update that drops data, is
+		// Admin's too.
+		adminAction := (res == "provisioner" && action != rbac.View) || ((res == "remediation" || res == "provisioning") && action == rbac.Approve)
 		return !adminOnly[res] && action != rbac.Reveal && !adminAction
 	case "viewer":
 		return !adminOnly[res] && action == rbac.View

@@ -138,7 +138,7 @@ func (s *Server) docs() map[string]opDoc {
 		"GET /api/provisioning-jobs/{id}/plan":                                     {summary: "The plan of a stored job (a draft under review): steps, resources, cloud operations, policy, monthly cost", ok: ok(200, plan.Plan{})},
 		"POST /api/provisioning-jobs/plan":                                         {summary: "Plan a job without creating it: steps, resources, cloud operations, least-privilege policy, monthly cost", body: createJobRequest{}, ok: ok(200, plan.Plan{})},
 		"GET /api/provisioning-jobs/{id}":                                          {summary: "Read a job", ok: ok(200, job.Job{})},
-		"PATCH /api/provisioning-jobs/{id}":                                        {summary: "Rename, retag, promote a draft, run a VM operation, resize, or update a live job's config (config: recorded as a revision and carried out as pipeline steps)", params: patchJobParams{}, body: patchJobRequest{}, ok: ok(200, job.Job{}), problems: []int{c}},
+		"PATCH /api/provisioning-jobs/{id}":                                        {summary: "Rename, retag, promote a draft, run a VM operation, resize, or update a live job's config (config: recorded as a revision and carried out as pipeline steps)", params: patchJobParams{}, body: patchJobRequest{}, ok: map[int]any{200: job.Job{}, 202: pendingJob{}}, problems: []int{c}},
 		"DELETE /api/provisioning-jobs/{id}":                                       {summary: "Cancel a job, or tear down what a completed job created", ok: ok(202, job.Job{}), problems: []int{c}},
 		"POST /api/provisioning-jobs/{id}/retry":                                   {summary: "Resume a failed job at the step that failed", ok: ok(202, job.Job{}), problems: []int{c}},
 		"GET /api/provisioning-jobs/{id}/events":                                   {summary: "Stream the job's committed changes as server-sent events", stream: true, problems: []int{http.StatusTooManyRequests}},
@@ -190,6 +190,7 @@ func (s *Server) docs() map[string]opDoc {
 	maps.Copy(d, remediationDocs())
 	maps.Copy(d, driftDocs())
 	maps.Copy(d, updateDocs())
+	maps.Copy(d, approvalDocs())
 	return d
 }
 

@@ -150,7 +150,7 @@ type route struct {
 
 // allRoutes is every /api route the server mounts: the core table and the families' tables.
 func (s *Server) allRoutes() []route {
-	return append(append(append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...), s.driftRoutes()...), s.updateRoutes()...)
+	return append(append(append(append(append(append(s.routes(), s.datastoreRoutes()...), s.componentRoutes()...), s.remediationRoutes()...), s.driftRoutes()...), s.updateRoutes()...), s.approvalRoutes()...)
 }
 
 func (s *Server) routes() []route {

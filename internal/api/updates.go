@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/jobs"
-	"github.com/groundworkhq/groundwork/internal/pipeline"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
 
@@ -40,10 +38,10 @@ func updateDocs() map[string]opDoc {
 	c := http.StatusConflict
 	return map[string]opDoc{
 		"POST /api/provisioning-jobs/{id}/update-plan": {summary: "Dry run of a config update: per resource the action, changed fields and disruption; changes nothing",
-			body: updatePlanRequest{}, ok: map[int]any{200: pipeline.UpdatePlan{}}, problems: []int{c}},
+			body: updatePlanRequest{}, ok: map[int]any{200: updatePlanAnswer{}}, problems: []int{c}},
 		"GET /api/provisioning-jobs/{id}/revisions": {summary: "The job's config revisions, oldest first", ok: map[int]any{200: revisionList{}}},
-		"POST /api/provisioning-jobs/{id}/rollback": {summary: "Re-open a job whose latest config update failed with its last applied revision's config",
-			body: rollbackRequest{}, bodyOptional: true, ok: map[int]any{202: job.Job{}}, problems: []int{c}},
+		"POST /api/provisioning-jobs/{id}/rollback": {summary: "Re-open a job whose latest config update failed with its last applied revision's config; one that drops data awaits approval (pendingRevision)",
+			body: rollbackRequest{}, bodyOptional: true, ok: map[int]any{202: pendingJob{}}, problems: []int{c}},
 	}
 }
 
@@ -60,7 +58,7 @@ func (s *Server) planJobUpdate(w http.ResponseWriter, r *http.Request, p *Princi
 	if err != nil {
 		return jobErr(err)
 	}
-	writeJSON(w, http.StatusOK, pl)
+	writeJSON(w, http.StatusOK, updatePlanAnswer{UpdatePlan: pl, NeedsApproval: jobs.NeedsApproval(pl)})
 	return nil
 }
 
@@ -82,10 +80,10 @@ func (s *Server) rollbackJob(w http.ResponseWriter, r *http.Request, p *Principa
 	if err != nil {
 		return err
 	}
-	out, err := s.jobs.Rollback(r.Context(), jobCaller(p), r.PathValue("id"), want, req.AllowDataLoss)
+	out, pending, err := s.jobs.Rollback(r.Context(), jobCaller(p), r.PathValue("id"), want, req.AllowDataLoss)
 	if err != nil {
 		return jobErr(err)
 	}
-	writeJSON(w, http.StatusAccepted, out)
+	writeUpdated(w, http.StatusAccepted, out, pending)
 	return nil
 }

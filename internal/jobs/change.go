@@ -55,6 +55,17 @@ type Patch struct {
 	ApplyImmediately *bool
 }
 
+// PatchConfig applies p, a patch with a config, as a config update (ApplyUpdate): the job,
+// and the revision recorded awaiting approval when the update drops data. The config is a
+// request of its own: with any other field of a patch it is refused.
+func (s *Service) PatchConfig(ctx context.Context, c Caller, id string, p Patch) (*job.Job, *store.JobRevision, error) {
+	if p.Name != nil || p.Tags != nil || p.Status != nil || p.VMOp != nil || p.Min != nil || p.Max != nil || p.Desired != nil {
+		return nil, nil, &Refusal{Reason: Invalid, Detail: "a config update is a request of its own",
+			Fields: []validation.FieldError{{Field: "config", Rule: "exclusive", Message: "send config (with allowDataLoss, applyImmediately) without name, tags, status, vmOp or min/max/desired"}}}
+	}
+	return s.ApplyUpdate(ctx, c, id, Update{Version: p.Version, Config: p.Config, AllowDataLoss: p.AllowDataLoss, ApplyImmediately: p.ApplyImmediately})
+}
+
 // unconditionalAttempts bounds how often a patch without a version re-reads the job after
 // losing a race to the engine's own checkpoints before it gives up with the conflict.
 const unconditionalAttempts = 5
@@ -67,11 +78,8 @@ func (s *Service) Patch(ctx context.Context, c Caller, id string, p Patch) (*job
 			Fields: []validation.FieldError{{Field: "name", Rule: "maxLength", Message: "must be at most 200 characters"}}}
 	}
 	if p.Config != nil {
-		if p.Name != nil || p.Tags != nil || p.Status != nil || p.VMOp != nil || p.Min != nil || p.Max != nil || p.Desired != nil {
-			return nil, &Refusal{Reason: Invalid, Detail: "a config update is a request of its own",
-				Fields: []validation.FieldError{{Field: "config", Rule: "exclusive", Message: "send config (with allowDataLoss, applyImmediately) without name, tags, status, vmOp or min/max/desired"}}}
-		}
-		return s.ApplyUpdate(ctx, c, id, Update{Version: p.Version, Config: p.Config, AllowDataLoss: p.AllowDataLoss, ApplyImmediately: p.ApplyImmediately})
+		out, _, err := s.PatchConfig(ctx, c, id, p)
+		return out, err
 	}
 	if p.AllowDataLoss || p.ApplyImmediately != nil {
 		return nil, &Refusal{Reason: Invalid, Detail: "allowDataLoss and applyImmediately go with config",

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/groundworkhq/groundwork/internal/catalog"
 	"github.com/groundworkhq/groundwork/internal/job"
@@ -96,7 +97,22 @@ func (s *Service) planOrReapply(ctx context.Context, j *job.Job, revs []store.Jo
 
 // failedUpdate reports whether j failed while carrying out its latest config update.
 func failedUpdate(j *job.Job, revs []store.JobRevision) bool {
-	return j.Phase == job.PhaseApply && j.Status == job.StatusFailed && len(revs) > 0 && revs[len(revs)-1].Status == store.RevisionFailed
+	i := current(revs)
+	return j.Phase == job.PhaseApply && j.Status == job.StatusFailed && i >= 0 && revs[i].Status == store.RevisionFailed
+}
+
+// current is the index of the latest revision the job was set to carry out (applying,
+// applied or failed), -1 when there is none. A request that awaits (or awaited) approval is
+// not one: the job never ran it. An applied revision is superseded only by a later applied
+// one, so a superseded revision is never the current one either.
+func current(revs []store.JobRevision) int {
+	for i := len(revs) - 1; i >= 0; i-- {
+		switch revs[i].Status {
+		case store.RevisionApplying, store.RevisionApplied, store.RevisionFailed:
+			return i
+		}
+	}
+	return -1
 }
 
 // lastApplied is the latest revision whose config the job completed, nil when none.
@@ -112,9 +128,13 @@ func lastApplied(revs []store.JobRevision) *store.JobRevision {
 // ApplyUpdate plans u and, if it changes anything, records it as the job's next revision and
 // queues the job to carry it out (the engine runs the re-opened steps under the job's lease,
 // like any pending steps). A config that changes nothing answers the job as it is and records
-// nothing. Refusals are *Refusal; the store's sentinels pass.
-func (s *Service) ApplyUpdate(ctx context.Context, c Caller, id string, u Update) (*job.Job, error) {
-	return s.retryUnversioned(u.Version, func() (*job.Job, error) {
+// nothing. An update that drops data (allowed by u.AllowDataLoss) is recorded awaiting
+// approval instead, and the job is left as it is (see Approve): the pending revision is
+// answered with the job. Refusals are *Refusal; the store's sentinels pass.
+func (s *Service) ApplyUpdate(ctx context.Context, c Caller, id string, u Update) (*job.Job, *store.JobRevision, error) {
+	var pending *store.JobRevision
+	out, err := s.retryUnversioned(u.Version, func() (*job.Job, error) {
+		pending = nil
 		j, err := s.Get(ctx, c.OrgID, id)
 		if err != nil {
 			return nil, err
@@ -137,14 +157,26 @@ func (s *Service) ApplyUpdate(ctx context.Context, c Caller, id string, u Update
 		if u.ApplyImmediately != nil {
 			meta["applyImmediately"] = *u.ApplyImmediately
 		}
-		return s.reopenWithRevision(ctx, c, j, revs, pl, reasonUpdate, "provisioning-job.update-config", meta, u.Version == nil)
+		if dropsData(pl) {
+			out, rev, err := s.recordPending(ctx, c, j, revs, pl, reasonUpdate, "provisioning-job.update-config", meta, u.Version == nil)
+			pending = rev
+			return out, err
+		}
+		return s.reopenWithRevision(ctx, c, j, revs, pl, reasonUpdate, "provisioning-job.update-config", meta, u.Version == nil, 0)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, pending, nil
 }
 
 // Rollback re-opens job id with the config of its last applied revision; only a job whose
-// latest update failed is rolled back. allowDataLoss is as for an update.
-func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *int64, allowDataLoss bool) (*job.Job, error) {
-	return s.retryUnversioned(version, func() (*job.Job, error) {
+// latest update failed is rolled back. allowDataLoss is as for an update, and a rollback that
+// drops data awaits approval as an update does (the pending revision is answered).
+func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *int64, allowDataLoss bool) (*job.Job, *store.JobRevision, error) {
+	var pending *store.JobRevision
+	out, err := s.retryUnversioned(version, func() (*job.Job, error) {
+		pending = nil
 		j, err := s.Get(ctx, c.OrgID, id)
 		if err != nil {
 			return nil, err
@@ -156,7 +188,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *in
 		if err != nil {
 			return nil, err
 		}
-		if len(revs) == 0 || revs[len(revs)-1].Status != store.RevisionFailed {
+		if i := current(revs); i < 0 || revs[i].Status != store.RevisionFailed {
 			return nil, &Refusal{Reason: Conflict, Detail: "only a job whose latest config update failed is rolled back; this one's did not"}
 		}
 		target := lastApplied(revs)
@@ -168,8 +200,17 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *in
 			return nil, err
 		}
 		meta := map[string]any{"toRevision": target.Number, "resources": pl.Resources, "rerun": pl.Rerun}
-		return s.reopenWithRevision(ctx, c, j, revs, pl, reasonRollback, "provisioning-job.rollback-config", meta, version == nil)
+		if dropsData(pl) {
+			out, rev, err := s.recordPending(ctx, c, j, revs, pl, reasonRollback, "provisioning-job.rollback-config", meta, version == nil)
+			pending = rev
+			return out, err
+		}
+		return s.reopenWithRevision(ctx, c, j, revs, pl, reasonRollback, "provisioning-job.rollback-config", meta, version == nil, 0)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, pending, nil
 }
 
 // Revisions lists job id's revisions, oldest first, each with its status as the job now
@@ -225,7 +266,11 @@ func settle(j *job.Job, revs []store.JobRevision) {
 	if len(revs) == 0 || j.Phase != job.PhaseApply {
 		return
 	}
-	last := &revs[len(revs)-1]
+	cur := current(revs)
+	if cur < 0 {
+		return
+	}
+	last := &revs[cur]
 	if last.Status == store.RevisionApplying {
 		switch j.Status {
 		case job.StatusCompleted:
@@ -235,7 +280,7 @@ func settle(j *job.Job, revs []store.JobRevision) {
 		}
 	}
 	if last.Status == store.RevisionApplied {
-		for i := range revs[:len(revs)-1] {
+		for i := range revs[:cur] {
 			if revs[i].Status == store.RevisionApplied {
 				revs[i].Status = store.RevisionSuperseded
 			}
@@ -325,13 +370,14 @@ func prefixConfig(err error) []validation.FieldError {
 // reopenWithRevision records pl as j's next revision (and, at the first update, the config j
 // was created with as revision 1, with no actor: the job's creation is in the audit log),
 // settles the revisions before it, and queues j with pl's
-// config and steps, all in one audited transaction.
+// config and steps, all in one audited transaction. approved names a revision that awaited
+// approval: it becomes applying instead of a new revision being added.
 func (s *Service) reopenWithRevision(ctx context.Context, c Caller, j *job.Job, revs []store.JobRevision, pl *pipeline.UpdatePlan,
-	reason, action string, meta map[string]any, unconditional bool) (*job.Job, error) {
+	reason, action string, meta map[string]any, unconditional bool, approved int) (*job.Job, error) {
 	now := s.Now()
-	next := len(revs) + 1
-	if len(revs) == 0 {
-		next = 2
+	next := nextRevision(revs)
+	if approved > 0 {
+		next = approved
 	}
 	meta["revision"] = next
 	if unconditional {
@@ -342,19 +388,14 @@ func (s *Service) reopenWithRevision(ctx context.Context, c Caller, j *job.Job, 
 		Status: &queued, NextRunAt: &now, ClearFailure: j.Status == job.StatusFailed}
 	var out *job.Job
 	err := s.audited(ctx, c, action, j.ID, meta, func(tx store.Tx) (err error) {
-		if len(revs) == 0 {
-			if err := tx.AddRevision(ctx, store.JobRevision{OrgID: j.OrgID, JobID: j.ID, Number: 1, Config: j.Config, Infra: j.Infra,
-				Status: store.RevisionApplied, Reason: reasonCreate, CreatedAt: j.CreatedAt}); err != nil {
+		if err := settleOnRecord(ctx, tx, j, revs, now, approved); err != nil {
+			return err
+		}
+		if approved > 0 {
+			if err := tx.SetRevisionStatus(ctx, j.OrgID, j.ID, approved, store.RevisionApplying, now); err != nil {
 				return err
 			}
-		}
-		// What settle decided from the job's status goes on record now that the job moves on.
-		for _, r := range revs {
-			if err := tx.SetRevisionStatus(ctx, j.OrgID, j.ID, r.Number, r.Status, now); err != nil {
-				return err
-			}
-		}
-		if err := tx.AddRevision(ctx, store.JobRevision{OrgID: j.OrgID, JobID: j.ID, Number: next, Config: pl.Config, Infra: j.Infra,
+		} else if err := tx.AddRevision(ctx, store.JobRevision{OrgID: j.OrgID, JobID: j.ID, Number: next, Config: pl.Config, Infra: j.Infra,
 			Status: store.RevisionApplying, Reason: reason, Actor: c.Actor, CreatedAt: now}); err != nil {
 			return err
 		}
@@ -362,6 +403,38 @@ func (s *Service) reopenWithRevision(ctx context.Context, c Caller, j *job.Job, 
 		return err
 	})
 	return out, err
+}
+
+// nextRevision is the number the next revision of a job with revs takes: 2 at the first
+// update (revision 1 is the config the job was created with).
+func nextRevision(revs []store.JobRevision) int {
+	if len(revs) == 0 {
+		return 2
+	}
+	return len(revs) + 1
+}
+
+// settleOnRecord writes, in tx, what settle decided from j's status now that the job moves
+// on (and, at the first update, records the config j was created with as revision 1, with no
+// actor: the job's creation is in the audit log). A revision that still awaits approval is
+// superseded by the change being recorded, unless it is that change (approved).
+func settleOnRecord(ctx context.Context, tx store.Tx, j *job.Job, revs []store.JobRevision, now time.Time, approved int) error {
+	if len(revs) == 0 {
+		return tx.AddRevision(ctx, store.JobRevision{OrgID: j.OrgID, JobID: j.ID, Number: 1, Config: j.Config, Infra: j.Infra,
+			Status: store.RevisionApplied, Reason: reasonCreate, CreatedAt: j.CreatedAt})
+	}
+	for _, r := range revs {
+		if r.Number == approved {
+			continue
+		}
+		if r.Status == store.RevisionAwaitingApproval {
+			r.Status = store.RevisionSuperseded
+		}
+		if err := tx.SetRevisionStatus(ctx, j.OrgID, j.ID, r.Number, r.Status, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stateKeeper is what an Updater may also say: the keys of its jobs' configs that hold the

@@ -74,25 +74,25 @@ func TestConfigUpdateAndRollback(t *testing.T) {
 	}
 
 	// A refused field names itself under config; nothing is stored.
-	_, err = svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":2,"kind":"b"}`)})
+	_, _, err = svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":2,"kind":"b"}`)})
 	var rf *jobs.Refusal
 	if !errors.As(err, &rf) || rf.Reason != jobs.Invalid || len(rf.Fields) != 1 || rf.Fields[0].Field != "config.kind" {
 		t.Fatalf("kind change: %v, want a refusal naming config.kind", err)
 	}
 	// A stale version is a conflict.
 	stale := j.Version - 1
-	if _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &stale, Config: json.RawMessage(`{"size":2,"kind":"a"}`)}); !errors.Is(err, store.ErrVersionConflict) {
+	if _, _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &stale, Config: json.RawMessage(`{"size":2,"kind":"a"}`)}); !errors.Is(err, store.ErrVersionConflict) {
 		t.Fatalf("stale version: %v", err)
 	}
 	// Nothing to change: the job as it is, no revision.
-	same, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":1,"kind":"a"}`)})
+	same, _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":1,"kind":"a"}`)})
 	if err != nil || same.Version != j.Version {
 		t.Fatalf("unchanged config: %v, version %d", err, same.Version)
 	}
 
 	// Applied: the job is queued with step2 pending and the new config; revisions 1 (the
 	// config it was created with) and 2.
-	up, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &j.Version, Config: json.RawMessage(`{"size":2,"kind":"a"}`)})
+	up, _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &j.Version, Config: json.RawMessage(`{"size":2,"kind":"a"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +124,11 @@ func TestConfigUpdateAndRollback(t *testing.T) {
 		t.Fatalf("another org's revisions: %v", err)
 	}
 	// A second update while the first runs is refused.
-	if _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":3,"kind":"a"}`)}); !errors.As(err, &rf) || rf.Reason != jobs.Conflict {
+	if _, _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Config: json.RawMessage(`{"size":3,"kind":"a"}`)}); !errors.As(err, &rf) || rf.Reason != jobs.Conflict {
 		t.Fatalf("update of a queued job: %v", err)
 	}
 	// Rollback needs a failed update.
-	if _, err := svc.Rollback(ctx, alice, j.ID, nil, false); !errors.As(err, &rf) || rf.Reason != jobs.Conflict {
+	if _, _, err := svc.Rollback(ctx, alice, j.ID, nil, false); !errors.As(err, &rf) || rf.Reason != jobs.Conflict {
 		t.Fatalf("rollback while the update runs: %v", err)
 	}
 
@@ -145,7 +145,7 @@ func TestConfigUpdateAndRollback(t *testing.T) {
 
 	// Rollback re-opens the job with revision 1's config, as revision 3.
 	now = now.Add(time.Minute)
-	rb, err := svc.Rollback(ctx, jobs.Caller{OrgID: "org_a", Actor: "bob"}, j.ID, nil, false)
+	rb, _, err := svc.Rollback(ctx, jobs.Caller{OrgID: "org_a", Actor: "bob"}, j.ID, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestFailedUpdateSentAgainRunsAgain(t *testing.T) {
 	alice := jobs.Caller{OrgID: "org_a", Actor: "alice"}
 	j := seed(t, st, "job_again", func(j *job.Job) { done(j); j.Config = json.RawMessage(`{"size":1,"kind":"a"}`) })
 	grow := jobs.Update{Config: json.RawMessage(`{"size":2,"kind":"a"}`)}
-	up, err := svc.ApplyUpdate(ctx, alice, j.ID, grow)
+	up, _, err := svc.ApplyUpdate(ctx, alice, j.ID, grow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestFailedUpdateSentAgainRunsAgain(t *testing.T) {
 		t.Fatalf("dry run of the failed update's config: %+v", pl.Resources)
 	}
 	now = now.Add(time.Minute)
-	again, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &up.Version, Config: grow.Config})
+	again, _, err := svc.ApplyUpdate(ctx, alice, j.ID, jobs.Update{Version: &up.Version, Config: grow.Config})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestFailedUpdateSentAgainRunsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same, err := svc.ApplyUpdate(ctx, alice, j.ID, grow)
+	same, _, err := svc.ApplyUpdate(ctx, alice, j.ID, grow)
 	if err != nil || same.Version != fin.Version || same.Status != job.StatusCompleted {
 		t.Fatalf("a completed job sent its own config: %v, version %d → %d", err, fin.Version, same.Version)
 	}

@@ -19,7 +19,8 @@ const (
 	Update = "update"
 	Delete = "delete"
 	Reveal = "reveal"
-	// Approve decides a remediation workflow's approval gate.
+	// Approve decides a remediation workflow's approval gate, or a provisioning job's config
+	// update that drops data.
 	Approve = "approve"
 	// Write is shorthand for create, update and delete; it expands when a role is read.
 	Write = "write"
@@ -44,7 +45,8 @@ type Resource struct {
 // Resources lists every resource of the policy vocabulary, in a stable order.
 var Resources = []Resource{
 	{Name: "space", Actions: crud, Description: "Deployment spaces (cloud account + region, or a registered cluster)"},
-	{Name: "provisioning", Actions: crud, Description: "Provisioning jobs: run, monitor, modify, tear down"},
+	{Name: "provisioning", Actions: []string{View, Create, Update, Delete, Approve}, AdminActions: []string{Approve},
+		Description: "Provisioning jobs: run, monitor, modify, tear down; approve or reject a config update that drops data (Admins by default)"},
 	{Name: "remediation", Actions: []string{View, Create, Update, Delete, Approve}, AdminActions: []string{Approve},
 		Description: "Remediation workflows: start, monitor, cancel; approve or reject their gates (Admins by default)"},
 	{Name: "service", Actions: crud, Description: "In-cluster Helm components attached to a space"},

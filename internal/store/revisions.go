@@ -16,8 +16,14 @@ const (
 	RevisionApplied RevisionStatus = "applied"
 	// RevisionFailed: the update's steps failed; the infrastructure may be part way.
 	RevisionFailed RevisionStatus = "failed"
-	// RevisionSuperseded: applied once, then a later revision was applied.
+	// RevisionSuperseded: applied once, then a later revision was applied; or awaiting
+	// approval when a later update or rollback was accepted in its place.
 	RevisionSuperseded RevisionStatus = "superseded"
+	// RevisionAwaitingApproval: an update (or rollback) that drops data, recorded and waiting
+	// for a second principal's approval; the job has not been queued for it.
+	RevisionAwaitingApproval RevisionStatus = "awaiting_approval"
+	// RevisionRejected: awaiting approval, then rejected; nothing ran.
+	RevisionRejected RevisionStatus = "rejected"
 )
 
 // JobRevision is one accepted configuration of a job: number 1 is the config the job was

@@ -35,7 +35,8 @@ func waitUpdated(t *testing.T, e *env, id string, version int64) *job.Job {
 // TestDatastoreConfigUpdate: a live RDS datastore's storage grows and its backup retention
 // changes in place through PATCH config (the same instance, ModifyDBInstance), after a dry run
 // that changed nothing, then its instance class, for the maintenance window; an engine change and a shrink are refused naming their fields; the
-// revisions and the audit log record the update.
+// revisions and the audit log record the update. Fewer backups, which drops data, waits for
+// a second admin's approval before it reaches RDS.
 func TestDatastoreConfigUpdate(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
@@ -141,6 +142,47 @@ func TestDatastoreConfigUpdate(t *testing.T) {
 	}
 	if n := e.auditActions(t, j.ID)["provisioning-job.update-config"]; n != 2 {
 		t.Fatalf("audit: %d provisioning-job.update-config entries, want 2 (refusals and the dry run are not changes)", n)
+	}
+
+	// Fewer backups drops data: with allowDataLoss it awaits approval and RDS is untouched;
+	// its requester cannot approve it; a second admin does, and RDS keeps 3 days.
+	fewer := with(map[string]any{"backupRetentionDays": 3})
+	var pending struct {
+		job.Job
+		PendingRevision int `json:"pendingRevision"`
+	}
+	if err := e.s.Client.Do(ctx, http.MethodPatch, base, map[string]any{"version": j.Version, "config": fewer, "allowDataLoss": true}, &pending); err != nil ||
+		pending.PendingRevision != 4 || pending.Status != job.StatusCompleted {
+		t.Fatalf("fewer backups with allowDataLoss: %v, pending revision %d, job %s; want revision 4 awaiting approval", err, pending.PendingRevision, pending.Status)
+	}
+	if _, _, retention, _ := describe(); retention != 14 {
+		t.Fatalf("RDS keeps %d days before the approval, want 14", retention)
+	}
+	approve := base + "/revisions/4/approve"
+	var ae *client.Error
+	if err := e.s.Client.Do(ctx, http.MethodPost, approve, nil, nil); !asClientError(err, &ae) || ae.Status != http.StatusForbidden {
+		t.Fatalf("approved by its requester: %v, want 403", err)
+	}
+	email := "approver@example.com"
+	if err := e.s.Client.Do(ctx, http.MethodPost, "/api/users", map[string]string{"email": email, "roleID": "role_admin"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var tok struct {
+		Secret string `json:"secret"`
+	}
+	if err := e.s.Client.Do(ctx, http.MethodPost, "/api/tokens", map[string]string{"name": "approver", "email": email, "expiresIn": "1h"}, &tok); err != nil {
+		t.Fatal(err)
+	}
+	var approved job.Job
+	if err := client.New(e.s.URL, tok.Secret).Do(ctx, http.MethodPost, approve, map[string]string{"reason": "retention policy"}, &approved); err != nil || approved.Status != job.StatusQueued {
+		t.Fatalf("approve: %v, job %s", err, approved.Status)
+	}
+	j = waitUpdated(t, e, j.ID, approved.Version)
+	if _, _, retention, created := describe(); retention != 3 || !created.Equal(born) {
+		t.Fatalf("RDS after the approved update keeps %d days (created %v); want 3 on the same instance", retention, created)
+	}
+	if n := e.auditActions(t, j.ID)["provisioning-job.approve-config"]; n != 1 {
+		t.Fatalf("audit: %d provisioning-job.approve-config entries, want 1", n)
 	}
 	e.teardown(t, j.ID)
 	if left := e.leftovers(t, j); len(left) > 0 {

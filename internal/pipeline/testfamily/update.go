@@ -13,7 +13,8 @@ import (
 
 // PlanUpdate makes the test family updatable (the jobs service's Updater): every top-level
 // config key may change in place except "fixed", which is refused; a change re-runs every
-// step.
+// step. A smaller "retention" drops data, as a datastore's shorter backup retention does: it
+// is refused unless the request allows data loss.
 func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.UpdateRequest) (*pipeline.UpdatePlan, error) {
 	var from, to map[string]any
 	_ = json.Unmarshal(j.Config, &from)
@@ -37,6 +38,16 @@ func (p *Pipeline) PlanUpdate(_ context.Context, j *job.Job, req pipeline.Update
 		}
 		if k == "fixed" {
 			return nil, validation.New("config.fixed", "immutable", "cannot change in place")
+		}
+		if k == "retention" {
+			was, _ := from[k].(float64)
+			now, _ := to[k].(float64)
+			if now < was {
+				if !req.AllowDataLoss {
+					return nil, validation.New("config.retention", "dataLoss", "a shorter retention drops the older data; send allowDataLoss: true to accept")
+				}
+				rc.DataLoss = true
+			}
 		}
 		rc.Changes = append(rc.Changes, pipeline.FieldChange{Field: k, From: from[k], To: to[k]})
 	}

@@ -57,6 +57,22 @@ func testJobRevisions(t *testing.T, s store.Store) {
 	if none, err := rs.ListRevisions(ctx, "org_c", "job_rev"); err != nil || len(none) != 0 {
 		t.Fatalf("org_c sees %+v (%v)", none, err)
 	}
+	// A revision awaiting approval reads back as such, then as approved (applying) or rejected.
+	for i, final := range []store.RevisionStatus{store.RevisionApplying, store.RevisionRejected} {
+		pending := rev("org_b", 2+i, store.RevisionAwaitingApproval)
+		if err := rs.AddRevision(ctx, pending); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rs.ListRevisions(ctx, "org_b", "job_rev"); err != nil || got[len(got)-1].Status != store.RevisionAwaitingApproval {
+			t.Fatalf("pending revision read back as %+v (%v)", got, err)
+		}
+		if err := rs.SetRevisionStatus(ctx, "org_b", "job_rev", pending.Number, final, t0.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rs.ListRevisions(ctx, "org_b", "job_rev"); err != nil || got[len(got)-1].Status != final {
+			t.Fatalf("decided revision read back as %+v (%v), want %s", got, err, final)
+		}
+	}
 
 	// A revision is written with the change it records, or not at all.
 	boom := errors.New("boom")
