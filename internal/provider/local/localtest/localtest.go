@@ -19,6 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/groundworkhq/groundwork/internal/datastore"
+	"github.com/groundworkhq/groundwork/internal/fault"
+	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/provider/local"
 )
 
@@ -59,14 +61,16 @@ func WaitReady(t *testing.T, p *local.Provider, jobID, pw string) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		ok, err := p.Ready(context.Background(), jobID, pw)
-		if err != nil {
+		// A transient answer is waited out, as the engine retries it: on a loaded machine a
+		// server just started may not yet be found as running.
+		if err != nil && fault.ClassOf(err) != job.ClassTransient {
 			t.Fatalf("Ready: %v", err)
 		}
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server of %s not ready after a minute", jobID)
+			t.Fatalf("server of %s not ready after a minute (last: %v)", jobID, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
