@@ -479,3 +479,28 @@ func TestRepeatedOrEmptyQueryParameterRefused(t *testing.T) {
 		t.Errorf("a parameter given once: %d %s", a.status, a.raw)
 	}
 }
+
+// A team's body naming a user or space the org does not have is 422 naming the field, on
+// create and on PATCH alike: a 404 on PATCH /api/teams/{id} would say the team is missing.
+func TestTeamReferencesToMissingThingsAre422(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created := b.call(t, "POST", "/api/teams", `{"name":"platform"}`)
+	if created.status != 201 {
+		t.Fatalf("create team: %d %s", created.status, created.raw)
+	}
+	id := created.body["id"].(string)
+	for _, tc := range []struct{ method, path, body, field string }{
+		{"POST", "/api/teams", `{"name":"other","members":["nobody@example.com"]}`, "members[0]"},
+		{"PATCH", "/api/teams/" + id, `{"members":["nobody@example.com"]}`, "members[0]"},
+		{"PATCH", "/api/teams/" + id, `{"spaceIDs":["spc_missing"]}`, "spaceIDs[0]"},
+	} {
+		a := b.call(t, tc.method, tc.path, tc.body)
+		if a.status != 422 || !strings.Contains(string(a.raw), `"field":"`+tc.field+`"`) {
+			t.Errorf("%s %s %s: %d %s; want 422 naming %s", tc.method, tc.path, tc.body, a.status, a.raw, tc.field)
+		}
+	}
+	if got := b.call(t, "GET", "/api/teams/"+id, ""); got.status != 200 {
+		t.Fatalf("the team after the refusals: %d %s", got.status, got.raw)
+	}
+}

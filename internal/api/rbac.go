@@ -362,25 +362,26 @@ func (s *Server) patchTeam(w http.ResponseWriter, r *http.Request, p *Principal)
 		return pr
 	}
 	ctx := r.Context()
+	id := r.PathValue("id")
+	// The team first: another org's team is 404 whatever the body names.
+	t, err := s.cfg.Store.GetTeam(ctx, p.OrgID, id)
+	if err != nil {
+		return storeErr(err, "team")
+	}
 	if err := s.checkTeamRefs(ctx, p.OrgID, req.Members, req.SpaceIDs); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
 	// Checked before the transaction (the scopes read the store, which SQLite's one connection
 	// cannot serve inside it) and confirmed unchanged within.
 	var checked []string
 	if req.SpaceIDs != nil {
-		t, err := s.cfg.Store.GetTeam(ctx, p.OrgID, id)
-		if err != nil {
-			return storeErr(err, "team")
-		}
 		if err := s.checkAddedSpaces(ctx, p, t.SpaceIDs, req.SpaceIDs); err != nil {
 			return err
 		}
 		checked = t.SpaceIDs
 	}
 	var out *store.Team
-	err := s.audited(ctx, p, entry(audit.ScopePlatform, "team.update", "team", id,
+	err = s.audited(ctx, p, entry(audit.ScopePlatform, "team.update", "team", id,
 		map[string]any{"name": req.Name, "members": req.Members, "spaceIDs": req.SpaceIDs}),
 		func(tx store.Tx) error {
 			t, err := tx.GetTeam(ctx, p.OrgID, id)
@@ -436,18 +437,19 @@ func (s *Server) checkAddedSpaces(ctx context.Context, p *Principal, have, want 
 	return nil
 }
 
-// checkTeamRefs answers 404 naming the first member or space that is not in the org.
+// checkTeamRefs answers 422 naming the first member or space that is not in the org. Not 404:
+// on PATCH /api/teams/{id} that would say the team itself is missing.
 func (s *Server) checkTeamRefs(ctx context.Context, org string, members, spaceIDs []string) error {
 	for i, m := range members {
 		if _, err := s.cfg.Store.GetUser(ctx, org, m); errors.Is(err, store.ErrNotFound) {
-			return problem(http.StatusNotFound, "member not found", FieldError{Field: "members[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no user " + m})
+			return problem(http.StatusUnprocessableEntity, "member not found", FieldError{Field: "members[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no user " + m})
 		} else if err != nil {
 			return err
 		}
 	}
 	for i, id := range spaceIDs {
 		if _, err := s.cfg.Store.GetSpace(ctx, org, id); errors.Is(err, store.ErrNotFound) {
-			return problem(http.StatusNotFound, "space not found", FieldError{Field: "spaceIDs[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no space " + id})
+			return problem(http.StatusUnprocessableEntity, "space not found", FieldError{Field: "spaceIDs[" + strconv.Itoa(i) + "]", Rule: "exists", Message: "no space " + id})
 		} else if err != nil {
 			return err
 		}
