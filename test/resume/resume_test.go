@@ -74,7 +74,9 @@ func TestLedgerOfAnEarlierBuildResumes(t *testing.T) {
 		}
 	}
 	// What the fixture froze: the forward jobs with their first steps checkpointed and
-	// create_server not; the teardown in its undo.
+	// create_server not; the teardown in its undo. Only the checkpointed steps are checked:
+	// the server's engine runs from its start, and a Redis server can be made before this
+	// reads the jobs.
 	for _, name := range []string{resumePG, resumeRedis} {
 		j := byName[name]
 		// The names as the earlier build stored them, not this build's constants.
@@ -82,9 +84,6 @@ func TestLedgerOfAnEarlierBuildResumes(t *testing.T) {
 			if st := stepOf(j, s); st.Status != job.StepDone {
 				t.Fatalf("fixture job %s: step %s is %q, want done", name, s, st.Status)
 			}
-		}
-		if st := stepOf(j, "create_server"); st.Status.Completed() {
-			t.Fatalf("fixture job %s: create_server already succeeded", name)
 		}
 	}
 
