@@ -15,8 +15,8 @@ import (
 // allowDataLoss, and the approval of another principal holding provisioning:approve. Until
 // then it is a revision awaiting approval and the job is left as it is.
 
-// dropsData reports whether any resource of pl loses data.
-func dropsData(pl *pipeline.UpdatePlan) bool {
+// NeedsApproval reports whether applying pl needs an approval: a resource of it loses data.
+func NeedsApproval(pl *pipeline.UpdatePlan) bool {
 	for _, r := range pl.Resources {
 		if r.DataLoss {
 			return true
@@ -24,9 +24,6 @@ func dropsData(pl *pipeline.UpdatePlan) bool {
 	}
 	return false
 }
-
-// NeedsApproval reports whether applying pl needs an approval (it drops data).
-func NeedsApproval(pl *pipeline.UpdatePlan) bool { return dropsData(pl) }
 
 // recordPending records pl as j's next revision awaiting approval, in one audited
 // transaction with awaitingApproval in the entry. The job keeps its status, config and steps;

@@ -157,7 +157,7 @@ func (s *Service) ApplyUpdate(ctx context.Context, c Caller, id string, u Update
 		if u.ApplyImmediately != nil {
 			meta["applyImmediately"] = *u.ApplyImmediately
 		}
-		if dropsData(pl) {
+		if NeedsApproval(pl) {
 			out, rev, err := s.recordPending(ctx, c, j, revs, pl, reasonUpdate, "provisioning-job.update-config", meta, u.Version == nil)
 			pending = rev
 			return out, err
@@ -200,7 +200,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, version *in
 			return nil, err
 		}
 		meta := map[string]any{"toRevision": target.Number, "resources": pl.Resources, "rerun": pl.Rerun}
-		if dropsData(pl) {
+		if NeedsApproval(pl) {
 			out, rev, err := s.recordPending(ctx, c, j, revs, pl, reasonRollback, "provisioning-job.rollback-config", meta, version == nil)
 			pending = rev
 			return out, err
