@@ -186,7 +186,7 @@ func (e *Engine) Run(ctx context.Context) error {
 				})
 			}
 			defer free()
-			e.work(c.j, c.sent, c.now, free)
+			e.work(c, free)
 		}()
 	}
 	// dueTimer fires when the earliest job this replica released to wait falls due. Jobs are
@@ -231,7 +231,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			}
 			at := time.Now()
 			for _, j := range jobs {
-				ready = append(ready, claimed{j: j, sent: sent, now: now, at: at})
+				ready = append(ready, claimed{j: j, sent: sent, now: now, at: at, mark: e.claimMarks(j)})
 			}
 			for busy < e.cfg.Workers && len(ready) > 0 {
 				start(ready[0])
@@ -248,7 +248,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.drainOnce.Do(func() { close(e.draining) })
 			for _, c := range ready {
 				wg.Add(1)
-				go func() { defer wg.Done(); e.work(c.j, c.sent, c.now, nil) }()
+				go func() { defer wg.Done(); e.work(c, nil) }()
 			}
 			return e.shutdown(&wg)
 		case <-wake:
@@ -261,11 +261,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
-// claimed is a job leased by a claim, with the claim's times (see work) and when the claim
-// answered.
+// claimed is a job leased by a claim, with the claim's times (see work), when the claim
+// answered, and the step the claim is the in-flight marker of (claimMarks).
 type claimed struct {
 	j             *job.Job
 	sent, now, at time.Time
+	mark          int
 }
 
 // dropStale hands back, at once, the jobs claimed ahead that have waited here for a quarter of

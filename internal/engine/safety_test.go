@@ -348,3 +348,64 @@ func TestWaitsDoNotUseRetryBudget(t *testing.T) {
 		}
 	}
 }
+
+// The claim is the in-flight marker of the first step it runs: a worker writes nothing before
+// running it. When that worker's lease is cut off mid-step and the job is then cancelled, the
+// next claim takes the lease over, learns from that that the step may have acted, and
+// teardown undoes it; the cut-off attempt is counted.
+func TestCancelAfterLostLeaseUndoesTheCutOffStep(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	var once sync.Once
+	b := setup(t, 2, func(ctx context.Context, c testfamily.Call, r *pipeline.Run) (pipeline.Result, error) {
+		if c.Undo {
+			return pipeline.Done(nil), nil
+		}
+		if c.Step == "step1" && c.Attempt == 1 {
+			once.Do(func() { close(started) })
+			<-ctx.Done() // the lease runs out: renewals hang
+			return pipeline.Result{}, fault.Transient(ctx.Err())
+		}
+		return pipeline.Done(nil), nil
+	})
+	b.pipe.TTL = time.Second
+	reg, err := pipeline.NewRegistry(b.pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Store: blockedRenew{b.store}, Pipelines: reg, Owner: "cut-off", Workers: 1,
+		PollInterval: 20 * time.Millisecond, LeaseMargin: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = e.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	j := b.submit(t)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("step1 never started")
+	}
+	cur, err := b.store.GetJob(context.Background(), &store.GetJobParams{ID: j.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Steps[0].Status != job.StepPending || cur.Status != job.StatusRunning {
+		t.Fatalf("a worker wrote before running the claimed step: job %s, step1 %s", cur.Status, cur.Steps[0].Status)
+	}
+	if _, err := engine.Cancel(context.Background(), b.store, cur, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got := b.waitStatus(t, j.ID, job.StatusCancelled)
+	if n := b.calls.count(j.ID, "step1", true); n != 1 {
+		t.Fatalf("step1 undone %d times, want 1; calls %v", n, b.calls.order(j.ID))
+	}
+	if n := b.calls.count(j.ID, "step2", false); n != 0 {
+		t.Fatalf("step2 ran %d times after the cancel", n)
+	}
+	if a := got.Steps[0].Attempts; a != 2 {
+		t.Fatalf("step1 attempts on record %d, want 2 (the cut-off one and its undo)", a)
+	}
+}

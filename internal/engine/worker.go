@@ -44,6 +44,9 @@ type lease struct {
 	cancel   context.CancelFunc // interrupts the running step when the lease is lost
 	// free gives the worker's slot back to the engine once no step of this job will run again.
 	free func()
+	// mark is the step the claim stands as in-flight marker for until the worker's first
+	// step (claimMarks), -1 for none. Only the worker's goroutine reads it.
+	mark int
 }
 
 // leaseMargin is how long before expiry a worker lets go of a lease of the given TTL.
@@ -154,13 +157,44 @@ func (c stepCtx) Err() error {
 	return c.Context.Err()
 }
 
-// work runs j until it finishes, waits, fails, is handed back or its lease is lost. sent is
-// when the claim that leased j left, now the caller-clock time it carried.
-func (e *Engine) work(j *job.Job, sent, now time.Time, free func()) {
+// claimMarks reads what the claim that leased j says of its steps, and returns the step the
+// claim is the in-flight marker of, or -1.
+//
+// A claim is a committed write that leaves the job running under a new lease, and in the
+// apply phase the step its holder runs first is the first unfinished one. So the claim itself
+// marks that step in flight, and the worker writes no marker of its own before running it:
+// should it crash, the next claim finds the job still running with its lease expired
+// (TakenOver) and learns from that, as from a written marker, that the step may have acted.
+// Such a step is marked running here, in memory (the next write records it, and teardown
+// undoes it), with the attempt the crash cut off counted. A job handed over with a cancel
+// requested runs no step, so its claim marks none.
+func (e *Engine) claimMarks(j *job.Job) int {
+	if j.Phase != job.PhaseApply {
+		return -1
+	}
+	i := nextToApply(j)
+	if i < 0 || j.Steps[i].Status != job.StepPending || j.CancelRequested && !j.TakenOver {
+		return -1
+	}
+	if j.TakenOver {
+		rec := &j.Steps[i]
+		rec.Status = job.StepRunning
+		rec.Attempts++
+		if rec.StartedAt == nil {
+			at := j.UpdatedAt
+			rec.StartedAt = &at
+		}
+	}
+	return i
+}
+
+// work runs c's job until it finishes, waits, fails, is handed back or its lease is lost.
+func (e *Engine) work(c claimed, free func()) {
+	j, sent, now := c.j, c.sent, c.now
 	log := e.log.With("job_id", j.ID, "family", string(j.Family))
 	wctx, cancel := context.WithCancel(e.hardCtx)
 	defer cancel()
-	l := &lease{id: j.ID, token: j.LeaseToken, ttl: j.LeaseTTL, margin: e.leaseMargin(j.LeaseTTL), cancel: cancel, free: free}
+	l := &lease{id: j.ID, token: j.LeaseToken, ttl: j.LeaseTTL, margin: e.leaseMargin(j.LeaseTTL), cancel: cancel, free: free, mark: c.mark}
 	l.expired = func() {
 		e.cfg.Metrics.leaseLosses.Inc()
 		log.Warn("lease about to expire without a renewal; stopping work on the job", "margin", l.margin)
@@ -337,6 +371,11 @@ func (e *Engine) finishWithLast(ctx context.Context, l *lease, j *job.Job, f sto
 		Status: job.StatusRunning, Phase: j.Phase, NextRunAt: now}
 	end := *first
 	end.Status, end.Release = final, true
+	if l.free != nil {
+		// This write lets go of the job (but for a cancel, below): its slot is free while
+		// the write waits for its group commit.
+		l.free()
+	}
 	written, ended, err := f.CheckpointThenEnd(ctx, first, &end)
 	if errors.Is(err, store.ErrLeaseLost) {
 		e.cfg.Metrics.leaseLosses.Inc()
@@ -350,11 +389,14 @@ func (e *Engine) finishWithLast(ctx context.Context, l *lease, j *job.Job, f sto
 	}
 	e.publish(written)
 	if ended == nil {
-		// A cancel was requested while the last step ran: the job goes on to its teardown.
+		// A cancel was requested while the last step ran. The job goes on to its teardown,
+		// but not in this worker, whose slot is already given back: it is handed back, due
+		// at once, for a worker to take up.
 		if written.LeaseExpiresAt != nil {
 			l.extended(sent, now, *written.LeaseExpiresAt, written.DBNow)
 		}
-		return written
+		e.handBack(l, written, e.log.With("job_id", j.ID))
+		return nil
 	}
 	e.publish(ended)
 	e.log.Info("job finished", "job_id", j.ID, "status", string(final))
@@ -381,11 +423,18 @@ func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn fu
 	// The in-flight marker commits before the step runs, so a crash leaves a record that this
 	// step may have acted (teardown then undoes it too). The same write carries the previous
 	// step's result, which the worker held in memory until now: one write per step, not two.
-	// A poll of a step that is already waiting (or undoing) needs no marker: the committed
-	// record already says the step may have acted, the claim that handed the job over wrote
-	// nothing else since, and its lease is fresh. Such a poll costs one write, its result; only
-	// its attempt count is not on record until then.
-	if !(prev.Status == job.StepWaiting && !undo) && !(prev.Status == job.StepUndoing && undo) {
+	// Two cases need no marker of their own. The first step after a claim has the claim as its
+	// marker (claimMarks). And a poll of a step that is already waiting (or undoing): the
+	// committed record already says the step may have acted, the claim that handed the job
+	// over wrote nothing else since, and its lease is fresh. Either costs one write, the
+	// step's result; only its attempt count is not on record until then.
+	byClaim := !undo && l.mark == i
+	l.mark = -1
+	switch {
+	case byClaim:
+		e.publish(j) // subscribers see the step start, as the claim committed it
+	case prev.Status == job.StepWaiting && !undo, prev.Status == job.StepUndoing && undo:
+	default:
 		var err error
 		j, err = e.checkpoint(ctx, l, j, job.StatusRunning, nil, time.Time{}, false)
 		if err != nil {

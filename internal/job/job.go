@@ -174,6 +174,10 @@ type Job struct {
 	// is written in the caller's clock; DBNow is what tells a worker how long its lease really
 	// has by the clock every claimer compares against.
 	DBNow time.Time `json:"-"`
+	// TakenOver is set on a copy returned by a claim when the job's lease was taken over after
+	// it expired, rather than handed over: an earlier holder may have acted on the step it was
+	// running and written nothing since.
+	TakenOver bool `json:"-"`
 }
 
 // StepIndex returns the index of the named step, or -1.

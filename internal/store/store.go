@@ -140,9 +140,9 @@ type CheckpointParams struct {
 	Release bool
 }
 
-// Finisher writes a job's last step result and its end together: two checkpoints of one job,
-// committed in one transaction, the second (the end) only if no cancel was requested
-// meanwhile. Subscribers can be told of both versions, at the cost of one commit.
+// Finisher writes a job's last step result and its end together: one write of one job that
+// moves it two versions on (the result's, then the end's), the end only if no cancel was
+// requested meanwhile. Subscribers can be told of both versions, at the cost of one write.
 type Finisher interface {
 	// CheckpointThenEnd writes first, then end. end is nil, with no error, when a cancel was
 	// requested (the job goes on, with first's result); ErrLeaseLost when first was refused.

@@ -168,6 +168,76 @@ var fixtures = map[int]fixture{
 			}
 		},
 	},
+	14: {
+		// The claim's indexes became partial: a job queued at 14 is still found and claimed
+		// when due (later than any claim of an earlier fixture's check), and the indexes hold
+		// only their status's rows.
+		write: func(t *testing.T, s fullStore, _ int) {
+			j := &job.Job{ID: "job_later", OrgID: "org_up", SpaceID: "spc_up", Kind: job.KindProvisioning, Family: job.FamilyDatastore,
+				Provider: "local", Mode: job.ModeCreate, Config: []byte(`{}`), Infra: []byte(`{}`),
+				Steps:  []job.StepRecord{{Name: "a", Status: job.StepPending}},
+				Status: job.StatusQueued, Phase: job.PhaseApply, LeaseTTL: time.Minute, NextRunAt: t0.Add(100 * time.Hour)}
+			if _, err := s.CreateJob(context.Background(), &store.CreateJobParams{Job: j, Now: t0}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		check: func(t *testing.T, s fullStore) {
+			ctx := context.Background()
+			c, err := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "new", Now: t0.Add(100 * time.Hour), Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, j := range c {
+				found = found || j.ID == "job_later" && !j.TakenOver
+			}
+			if !found {
+				t.Errorf("the job queued before the upgrade was not claimed when due: %d others", len(c))
+			}
+			q := `SELECT COUNT(*) FROM pg_indexes WHERE tablename = 'provisioning_jobs' AND indexname IN ('provisioning_jobs_due', 'provisioning_jobs_lease') AND indexdef LIKE '%WHERE%'`
+			if _, ok := s.(*sqlstore.Store); ok {
+				q = `SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN ('provisioning_jobs_due', 'provisioning_jobs_lease') AND sql LIKE '%WHERE%'`
+			}
+			var n int
+			if err := s.DB().QueryRowContext(ctx, q).Scan(&n); err != nil || n != 2 {
+				t.Errorf("partial claim indexes after the upgrade: %d, %v", n, err)
+			}
+		},
+	},
+	13: {
+		// claimed_from: a job whose lease was granted at 13 and then expired is taken over after
+		// the upgrade, and the claim says so. Its lease is long enough that the claim in
+		// fixture 1's check, a second after t0, does not take it.
+		write: func(t *testing.T, s fullStore, _ int) {
+			ctx := context.Background()
+			j := &job.Job{ID: "job_taken", OrgID: "org_up", SpaceID: "spc_up", Kind: job.KindProvisioning, Family: job.FamilyDatastore,
+				Provider: "local", Mode: job.ModeCreate, Config: []byte(`{}`), Infra: []byte(`{}`),
+				Steps:  []job.StepRecord{{Name: "a", Status: job.StepPending}},
+				Status: job.StatusQueued, Phase: job.PhaseApply, LeaseTTL: 24 * time.Hour, NextRunAt: t0.Add(-time.Hour)}
+			if _, err := s.CreateJob(ctx, &store.CreateJobParams{Job: j, Now: t0.Add(-time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "old", Now: t0.Add(-time.Hour), Limit: 1})
+			if err != nil || len(c) != 1 || c[0].ID != "job_taken" || c[0].TakenOver {
+				t.Fatalf("claim before the upgrade: %+v %v", c, err)
+			}
+		},
+		check: func(t *testing.T, s fullStore) {
+			c, err := s.ClaimJobs(context.Background(), &store.ClaimJobsParams{Owner: "new", Now: t0.Add(48 * time.Hour), Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range c {
+				if j.ID == "job_taken" {
+					if !j.TakenOver {
+						t.Errorf("a lease that expired before the upgrade was taken over without saying so")
+					}
+					return
+				}
+			}
+			t.Errorf("the job whose lease expired was not claimed after the upgrade: %d others", len(c))
+		},
+	},
 	12: {
 		// The drift ledger: an inspection of the live job written at 12 reads back, and its
 		// claim, not yet due, is kept.

@@ -53,10 +53,10 @@ func claimSQL() string {
 			AND lease_expires_at < LEAST($2, (SELECT now_ms FROM db))
 		ORDER BY lease_expires_at LIMIT $3 FOR UPDATE SKIP LOCKED),
 	due AS (SELECT id FROM queued UNION ALL SELECT id FROM expired LIMIT $3)
-	UPDATE provisioning_jobs j SET status = 'running', lease_owner = $1, lease_token = j.lease_token + 1,
+	UPDATE provisioning_jobs j SET claimed_from = j.status, status = 'running', lease_owner = $1, lease_token = j.lease_token + 1,
 		lease_expires_at = $2 + j.lease_ttl_ms, version = j.version + 1, updated_at = $2
 	FROM due, db WHERE j.id = due.id
-	RETURNING ` + strings.Join(cols, ", ") + `, db.now_ms`
+	RETURNING ` + strings.Join(cols, ", ") + `, db.now_ms, j.claimed_from`
 }
 
 // Store is the PostgreSQL store plus its listener.
@@ -95,11 +95,9 @@ func OpenAt(ctx context.Context, url string, logger *slog.Logger, upTo int) (*St
 		Store: sqlstore.New(db, sqlstore.Dialect{
 			Name:     "postgres",
 			Pipeline: true,
-			// The pool has 20 connections; claims, the API and renewals need the rest.
-			BatchesInFlight: 4,
-			ClaimSQL:        claimSQL(),
-			Clock:           clock,
-			JSON:            func(p string) string { return p + "::jsonb" },
+			ClaimSQL: claimSQL(),
+			Clock:    clock,
+			JSON:     func(p string) string { return p + "::jsonb" },
 			Notify: func(ctx context.Context, db *sql.DB) error {
 				_, err := db.ExecContext(ctx, `SELECT pg_notify('`+channel+`', '')`)
 				return err

@@ -31,7 +31,7 @@ const clock = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`
 // step. A held lease is taken over only once it has expired by the database's clock too, so a
 // replica whose clock runs fast cannot take a job another replica still holds; the caller's
 // clock can only delay a take-over, which keeps tests that drive time through $2 meaningful.
-const claimSQL = `UPDATE provisioning_jobs SET status = 'running', lease_owner = $1, lease_token = lease_token + 1,
+const claimSQL = `UPDATE provisioning_jobs SET claimed_from = status, status = 'running', lease_owner = $1, lease_token = lease_token + 1,
 	lease_expires_at = $2 + lease_ttl_ms, version = version + 1, updated_at = $2
 	WHERE id IN (
 		SELECT id FROM (SELECT id FROM provisioning_jobs WHERE status = 'queued' AND next_run_at <= $2
@@ -40,7 +40,7 @@ const claimSQL = `UPDATE provisioning_jobs SET status = 'running', lease_owner =
 		SELECT id FROM (SELECT id FROM provisioning_jobs WHERE status = 'running' AND lease_expires_at < min($2, ` + clock + `)
 			ORDER BY lease_expires_at LIMIT $3)
 		LIMIT $3)
-	RETURNING ` + sqlstore.JobColumns + `, ` + clock
+	RETURNING ` + sqlstore.JobColumns + `, ` + clock + `, claimed_from`
 
 // Open opens (creating if needed) the database file at path and applies migrations.
 func Open(ctx context.Context, path string) (*sqlstore.Store, error) {

@@ -22,8 +22,9 @@ import (
 // Dialect carries what one database does differently.
 type Dialect struct {
 	Name string
-	// ClaimSQL leases due jobs: $1 owner, $2 now (ms), $3 limit. It returns JobColumns and then
-	// the database's clock (ms). A queued job is due when next_run_at <= $2; a running job's
+	// ClaimSQL leases due jobs: $1 owner, $2 now (ms), $3 limit. It returns JobColumns, then
+	// the database's clock (ms), then claimed_from (the status the job had before the claim).
+	// A queued job is due when next_run_at <= $2; a running job's
 	// lease is expired only when lease_expires_at is below both $2 and the database's clock.
 	ClaimSQL string
 	// Clock is an SQL expression for the database's clock in Unix milliseconds.
@@ -37,8 +38,6 @@ type Dialect struct {
 	Prepare bool
 	// Pipeline sends a group commit's statements in two round trips (pgx only).
 	Pipeline bool
-	// BatchesInFlight is how many group commits may be written at once (default 1).
-	BatchesInFlight int
 }
 
 // Store is store.Store over a *sql.DB, or over one transaction of it (see Audited).
@@ -83,12 +82,12 @@ func New(db *sql.DB, d Dialect) *Store {
 	if d.Clock == "" {
 		panic("sqlstore: Dialect.Clock is required") // a programming error in the dialect package
 	}
-	s := &Store{db: db, q: db, dialect: d, hub: &wakeHub{subs: map[chan struct{}]struct{}{}}, batch: &batcher{inFlight: d.BatchesInFlight}}
+	s := &Store{db: db, q: db, dialect: d, hub: &wakeHub{subs: map[chan struct{}]struct{}{}}, batch: &batcher{}}
 	if d.Prepare {
 		s.stmts = newStmtCache(db)
 		s.q = preparedDB{DB: db, c: s.stmts}
 		// Statements that only ever run inside a transaction are prepared here, before any.
-		for _, q := range []string{insertAuditSQL, s.checkpointSQL(), s.endSQL()} {
+		for _, q := range []string{insertAuditSQL, s.checkpointSQL(), s.finishSQL()} {
 			s.stmts.get(context.Background(), q, true)
 		}
 	}
@@ -406,10 +405,13 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job
 	defer rows.Close()
 	var out []*job.Job
 	for rows.Next() {
-		j, err := scanLeased(rows)
+		var dbNow int64
+		var from string
+		j, err := scanJobExtra(rows, &dbNow, &from)
 		if err != nil {
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
+		j.DBNow, j.TakenOver = fromMS(dbNow), from == string(job.StatusRunning)
 		out = append(out, j)
 	}
 	if err := rows.Err(); err != nil {
@@ -468,18 +470,71 @@ func (s *Store) checkpointDone(ctx context.Context, p *store.CheckpointParams, r
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", p.ID, err)
 	}
-	// A job released to wait for a cloud resource is not due yet: waking everyone for it would
-	// only cost a claim query per replica.
-	if p.Release && p.Status == job.StatusQueued && !p.NextRunAt.After(p.Now) {
-		s.wake(ctx)
-	}
+	s.checkpointed(ctx, p)
 	return j, nil
 }
 
-// endSQL is checkpointSQL for a job's end written right after its last step's result: it
-// also requires that no cancel was requested, which would turn the job to teardown instead.
-func (s *Store) endSQL() string {
-	return strings.Replace(s.checkpointSQL(), "AND status = 'running'", "AND status = 'running' AND cancel_requested = 0", 1)
+// checkpointed wakes claimers after checkpoint p landed, if it made the job due at once. A job
+// released to wait for a cloud resource is not due yet: waking everyone for it would only
+// cost a claim query per replica.
+func (s *Store) checkpointed(ctx context.Context, p *store.CheckpointParams) {
+	if p.Release && p.Status == job.StatusQueued && !p.NextRunAt.After(p.Now) {
+		s.wake(ctx)
+	}
+}
+
+// finishSQL writes a job's last step result and its end in one statement. Unless a cancel was
+// requested meanwhile, the row ends ($3, lease released) and moves two versions on, the
+// result's and the end's, as two checkpoints in one transaction would have; with a cancel
+// requested only the result lands (status running, the lease kept and extended, one version
+// on) and the job goes on to its teardown. It is fenced as checkpointSQL is. $1 steps,
+// $2 infra, $3 the final status, $4 phase, $5 failure, $6 next_run_at, $7 now, $8 id, $9 the
+// lease token.
+func (s *Store) finishSQL() string {
+	js := s.dialect.JSON
+	return fmt.Sprintf(`UPDATE provisioning_jobs SET steps = %s, infra = %s,
+		status = CASE WHEN cancel_requested = 0 THEN $3 ELSE 'running' END, phase = $4, failure = %s,
+		next_run_at = $6,
+		lease_owner = CASE WHEN cancel_requested = 0 THEN '' ELSE lease_owner END,
+		lease_expires_at = CASE WHEN cancel_requested = 0 THEN NULL
+			WHEN lease_expires_at > $7 + lease_ttl_ms THEN lease_expires_at ELSE $7 + lease_ttl_ms END,
+		version = version + CASE WHEN cancel_requested = 0 THEN 2 ELSE 1 END, updated_at = $7
+		WHERE id = $8 AND lease_token = $9 AND status = 'running'
+		RETURNING `+JobColumns+`, `+s.dialect.Clock, js("$1"), js("$2"), js("$5"))
+}
+
+// finishArgs are finishSQL's parameters for the end p.
+func finishArgs(p *store.CheckpointParams) ([]any, error) {
+	args, err := checkpointArgs(p)
+	if err != nil {
+		return nil, err
+	}
+	// checkpointArgs without its release flag ($7), which finishSQL decides by itself.
+	return append(args[:6:6], args[7:]...), nil
+}
+
+// finishDone reads finishSQL's answer for the end p: out is the version with the result,
+// ended the end, nil when a cancel stopped it. The result's version never stood alone in the
+// row when the end landed; out is then rebuilt from the end for subscribers.
+func (s *Store) finishDone(ctx context.Context, p *store.CheckpointParams, row scanner) (out, ended *job.Job, err error) {
+	j, err := s.checkpointDone(ctx, p, row)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, ended = splitFinish(j)
+	return out, ended, nil
+}
+
+// splitFinish tells finishSQL's row j apart: the result's version and the end, or j alone
+// when a cancel stopped the end.
+func splitFinish(j *job.Job) (out, ended *job.Job) {
+	if j.Status == job.StatusRunning {
+		return j, nil
+	}
+	mid := *j
+	mid.Status, mid.Version = job.StatusRunning, j.Version-1
+	mid.Steps = append([]job.StepRecord(nil), j.Steps...)
+	return &mid, j
 }
 
 func (s *Store) checkpointSQL() string {

@@ -244,6 +244,19 @@ func testClaimExpired(t *testing.T, s store.Store) {
 	if second[0].LeaseToken <= first[0].LeaseToken || second[0].LeaseOwner != "w2" {
 		t.Fatalf("fencing token not bumped: %d -> %d", first[0].LeaseToken, second[0].LeaseToken)
 	}
+	// The engine counts on this to know that the first holder may have acted on its step.
+	if first[0].TakenOver || !second[0].TakenOver {
+		t.Fatalf("taken over: first claim %v, second %v; want false, true", first[0].TakenOver, second[0].TakenOver)
+	}
+	// Released and claimed again, the job is handed over, not taken over.
+	if _, err := s.Checkpoint(ctx, &store.CheckpointParams{ID: second[0].ID, LeaseToken: second[0].LeaseToken, Now: t0.Add(62 * time.Second),
+		Steps: second[0].Steps, Infra: second[0].Infra, Status: job.StatusQueued, Phase: job.PhaseApply, NextRunAt: t0.Add(62 * time.Second), Release: true}); err != nil {
+		t.Fatal(err)
+	}
+	third := claim(t, s, store.ClaimJobsParams{Owner: "w3", Now: t0.Add(63 * time.Second), Limit: 1})
+	if len(third) != 1 || third[0].TakenOver {
+		t.Fatalf("a released job's claim: %+v", third)
+	}
 }
 
 func testClaimLimit(t *testing.T, s store.Store) {
