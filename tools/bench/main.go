@@ -307,10 +307,6 @@ type Throughput struct {
 	// WALPerJob is the PostgreSQL write-ahead log written per job: the database work each job
 	// costs, whatever the machine's load.
 	WALPerJob float64 `json:"walBytesPerJob,omitempty"`
-	// CommitsPerJob and SyncsPerJob are PostgreSQL's committed transactions and log syncs per
-	// job (from its statistics, which other backends report when their transactions end).
-	CommitsPerJob float64 `json:"commitsPerJob,omitempty"`
-	SyncsPerJob   float64 `json:"walSyncsPerJob,omitempty"`
 }
 
 func newThroughput(n, steps int, d time.Duration) Throughput {
@@ -360,31 +356,20 @@ func renderSaved(path string, noCheck bool) int {
 	return 0
 }
 
-// withWAL runs a throughput run and, on PostgreSQL, adds the log it wrote per job, and the
-// transactions committed and the log syncs (fsyncs) per job (the seeding of jobs and River's
-// inserts included: both are part of what a job costs). With the stock durability settings a
-// sync is what a commit waits for, so syncs per job say most of what a queue costs the disk.
+// withWAL runs a throughput run and, on PostgreSQL, adds the log it wrote per job (the seeding
+// of jobs and River's inserts included: both are part of what a job costs).
 func withWAL(ctx context.Context, gw *gwRunner, run func() (Throughput, error)) (Throughput, error) {
-	type counters struct{ lsn, commits, syncs float64 }
-	read := func() (c counters) {
+	lsn := func() float64 {
+		var v float64
 		if gw.dialect == "postgres" {
-			db := gw.s.DB()
-			_ = db.QueryRowContext(ctx, `SELECT (pg_current_wal_lsn() - '0/0')::float8`).Scan(&c.lsn)
-			// Other backends' counts reach the shared statistics when their transactions end.
-			_ = db.QueryRowContext(ctx, `SELECT pg_stat_force_next_flush()`).Err()
-			_ = db.QueryRowContext(ctx, `SELECT xact_commit::float8 FROM pg_stat_database WHERE datname = current_database()`).Scan(&c.commits)
-			_ = db.QueryRowContext(ctx, `SELECT wal_sync::float8 FROM pg_stat_wal`).Scan(&c.syncs)
+			_ = gw.s.DB().QueryRowContext(ctx, `SELECT (pg_current_wal_lsn() - '0/0')::float8`).Scan(&v)
 		}
-		return c
+		return v
 	}
-	before := read()
+	before := lsn()
 	t, err := run()
 	if err == nil && gw.dialect == "postgres" && t.Jobs > 0 {
-		after := read()
-		n := float64(t.Jobs)
-		t.WALPerJob = (after.lsn - before.lsn) / n
-		t.CommitsPerJob = (after.commits - before.commits) / n
-		t.SyncsPerJob = (after.syncs - before.syncs) / n
+		t.WALPerJob = (lsn() - before) / float64(t.Jobs)
 	}
 	return t, err
 }

@@ -139,9 +139,6 @@ func (r *Report) print(w io.Writer) {
 			last := d.Rounds[len(d.Rounds)-1]
 			fmt.Fprintf(w, "write-ahead log per job (last round): river %.0f B, groundwork 1-step %.0f B, 5-step %.0f B\n",
 				last.River1.WALPerJob, last.Groundwork1.WALPerJob, last.Groundwork5.WALPerJob)
-			fmt.Fprintf(w, "commits / log syncs per job (last round): river %.3f / %.3f, groundwork 1-step %.3f / %.3f, 5-step %.3f / %.3f\n",
-				last.River1.CommitsPerJob, last.River1.SyncsPerJob, last.Groundwork1.CommitsPerJob, last.Groundwork1.SyncsPerJob,
-				last.Groundwork5.CommitsPerJob, last.Groundwork5.SyncsPerJob)
 		}
 		fmt.Fprintf(w, "claim-to-start (insert call to first step, idle workers): groundwork p50 %.2f ms p99 %.2f ms; river p50 %.2f ms p99 %.2f ms\n",
 			d.GroundworkLatency.P50ms, d.GroundworkLatency.P99ms, d.RiverLatency.P50ms, d.RiverLatency.P99ms)

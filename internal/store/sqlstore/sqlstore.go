@@ -578,12 +578,95 @@ func (s *Store) PruneJobs(ctx context.Context, p *store.PruneJobsParams) (int, e
 	if limit <= 0 {
 		limit = 1000
 	}
-	// A pruned job's revisions and inspections go first, for every job that may be pruned
-	// (this call's batch or a later one): a crash between the statements leaves no row
-	// pointing at a job that is gone. Both tables are small beside the ledger.
+	if s.dialect.Pipeline {
+		return s.pruneBySubquery(ctx, p.Before, limit)
+	}
+	n := 0
+	// One transaction: the jobs chosen are still over when deleted (an end is for good), and a
+	// crash leaves no revision or inspection pointing at a job that is gone.
+	err := s.inTx(ctx, func(tx *Store) error {
+		ids, err := tx.prunable(ctx, p.Before, limit)
+		if err != nil {
+			return err
+		}
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), pruneChunk)]
+			ids = ids[len(chunk):]
+			k, err := tx.pruneChunk(ctx, chunk)
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune jobs: %w", err)
+	}
+	return n, nil
+}
+
+// prunable lists up to limit jobs that are over and were last changed before before, each
+// status on its own index range.
+func (s *Store) prunable(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT id FROM provisioning_jobs WHERE status = 'cancelled' AND updated_at < $1
+		UNION ALL
+		SELECT id FROM provisioning_jobs WHERE status = 'deleted' AND updated_at < $1
+		LIMIT $2`, ms(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// pruneChunk is how many jobs one pruning statement names. The statements name their jobs in a
+// list of this fixed length (padded), so that each is one prepared statement whatever the
+// batch. (A subquery for the jobs that are over had SQLite gather the whole backlog of them for
+// each batch; a condition on status beside the list had it walk that index instead of the
+// list's keys.)
+const pruneChunk = 100
+
+// pruneChunk deletes the jobs ids, their revisions and their inspections first. It runs in
+// the caller's transaction.
+func (s *Store) pruneChunk(ctx context.Context, ids []string) (int, error) {
+	args := make([]any, pruneChunk)
+	for i := range args {
+		args[i] = ""
+		if i < len(ids) {
+			args[i] = ids[i]
+		}
+	}
+	list := pruneList()
+	for _, table := range []string{"job_revisions", "job_inspections"} {
+		if _, err := s.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE job_id IN (`+list+`)`, args...); err != nil {
+			return 0, fmt.Errorf("%s: %w", table, err)
+		}
+	}
+	res, err := s.q.ExecContext(ctx, `DELETE FROM provisioning_jobs WHERE id IN (`+list+`)`, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// pruneBySubquery is PruneJobs on PostgreSQL, which plans a subquery for the jobs that are
+// over as a join and needs no list: a pruned job's revisions and inspections go first, for
+// every job that may be pruned (this call's batch or a later one), so that a crash between the
+// statements leaves no row pointing at a job that is gone.
+func (s *Store) pruneBySubquery(ctx context.Context, before time.Time, limit int) (int, error) {
 	for _, table := range []string{"job_revisions", "job_inspections"} {
 		if _, err := s.q.ExecContext(ctx, `DELETE FROM `+table+` WHERE job_id IN (
-			SELECT id FROM provisioning_jobs WHERE status IN ('cancelled', 'deleted') AND updated_at < $1)`, ms(p.Before)); err != nil {
+			SELECT id FROM provisioning_jobs WHERE status IN ('cancelled', 'deleted') AND updated_at < $1)`, ms(before)); err != nil {
 			return 0, fmt.Errorf("prune jobs: %s: %w", table, err)
 		}
 	}
@@ -591,7 +674,7 @@ func (s *Store) PruneJobs(ctx context.Context, p *store.PruneJobsParams) (int, e
 		SELECT id FROM provisioning_jobs WHERE status = 'cancelled' AND updated_at < $1
 		UNION ALL
 		SELECT id FROM provisioning_jobs WHERE status = 'deleted' AND updated_at < $1
-		LIMIT $2)`, ms(p.Before), limit)
+		LIMIT $2)`, ms(before), limit)
 	if err != nil {
 		return 0, fmt.Errorf("prune jobs: %w", err)
 	}
@@ -600,6 +683,41 @@ func (s *Store) PruneJobs(ctx context.Context, p *store.PruneJobsParams) (int, e
 		return 0, fmt.Errorf("prune jobs: %w", err)
 	}
 	return int(n), nil
+}
+
+// pruneList is the placeholder list $1 … $pruneChunk.
+func pruneList() string {
+	var b strings.Builder
+	for i := range pruneChunk {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", i+1)
+	}
+	return b.String()
+}
+
+// inTx runs fn on a store bound to one transaction, or on s if it already is.
+func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.tx != nil {
+		return fn(s)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	ts := &Store{db: s.db, q: s.txQuerier(tx), dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
+	if err := fn(ts); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if ts.tx.wake {
+		s.wake(ctx)
+	}
+	return nil
 }
 
 func (s *Store) CountJobs(ctx context.Context) (map[job.Status]int, error) {
