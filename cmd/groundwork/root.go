@@ -148,6 +148,16 @@ func newServe() *cobra.Command {
 				return fmt.Errorf("--outbound-allow: %w", err)
 			}
 			o.Outbound = netguard.New(allow)
+			if v := os.Getenv("GROUNDWORK_JOB_RETENTION"); v != "" && !cmd.Flags().Changed("job-retention") {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("GROUNDWORK_JOB_RETENTION: %w", err)
+				}
+				o.JobRetention = d
+			}
+			if o.JobRetention < 0 {
+				return fmt.Errorf("--job-retention: %s is negative; 0 keeps every job", o.JobRetention)
+			}
 			if v := os.Getenv("GROUNDWORK_MAX_TOKEN_TTL"); v != "" && !cmd.Flags().Changed("max-token-ttl") {
 				d, err := time.ParseDuration(v)
 				if err != nil {
@@ -164,6 +174,8 @@ func newServe() *cobra.Command {
 	cmd.Flags().IntVar(&workers, "workers", envInt("GROUNDWORK_WORKERS", 8), "concurrent jobs this replica runs (GROUNDWORK_WORKERS)")
 	cmd.Flags().StringVar(&outboundAllow, "outbound-allow", os.Getenv(netguard.EnvAllow),
 		"comma-separated CIDRs that user-given addresses (provisioners, charts, clusters, adopted hosts) must be in; empty: any but link-local and metadata ("+netguard.EnvAllow+")")
+	cmd.Flags().DurationVar(&o.JobRetention, "job-retention", 0,
+		"how long a cancelled or torn-down job stays in the ledger before it is pruned, e.g. 2160h; 0: kept for good (GROUNDWORK_JOB_RETENTION)")
 	cmd.Flags().DurationVar(&o.MaxTokenTTL, "max-token-ttl", 0,
 		"longest lifetime of an API token, e.g. 720h; 0: no cap (GROUNDWORK_MAX_TOKEN_TTL)")
 	cmd.Flags().StringVar(&o.PriceBook, "price-book", os.Getenv("GROUNDWORK_PRICE_BOOK"),

@@ -58,6 +58,12 @@ type Options struct {
 	Workers       int
 	PollInterval  time.Duration
 	ShutdownGrace time.Duration
+	// JobRetention, if positive, is how long a job that is over (cancelled, or torn down)
+	// stays in the ledger before it is pruned; completed, failed and live jobs are never
+	// pruned, and audit entries stay. Zero keeps every job. JobPruneEvery is how often (zero:
+	// a tenth of JobRetention, between a minute and an hour).
+	JobRetention  time.Duration
+	JobPruneEvery time.Duration
 	// SecretSweepEvery is how often the secrets of ended jobs that no step deleted are swept
 	// (default 5 minutes); a job's end also starts a sweep at once.
 	SecretSweepEvery time.Duration
@@ -257,6 +263,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	eng, err := engine.New(engine.Config{Store: st, Pipelines: reg, Owner: o.Owner, Workers: o.Workers,
 		PollInterval: o.PollInterval, ShutdownGrace: o.ShutdownGrace, Logger: log,
+		Retention: o.JobRetention, PruneEvery: o.JobPruneEvery,
 		Metrics: engine.NewMetrics(metrics), Events: pub, Tracer: tp})
 	if err != nil {
 		return err

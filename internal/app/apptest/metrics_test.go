@@ -79,3 +79,40 @@ func TestQueueLagMetric(t *testing.T) {
 		t.Fatalf("lag once the queue drained = %v, want 0", v)
 	}
 }
+
+// With a job retention set, a job that is over is pruned once older than it, and a completed
+// one stays.
+func TestJobRetentionPrunesJobsThatAreOver(t *testing.T) {
+	t.Parallel()
+	gw := apptest.Start(t, app.Options{Pipelines: []pipeline.Pipeline{&testfamily.Pipeline{N: 1}},
+		JobRetention: time.Millisecond, JobPruneEvery: 50 * time.Millisecond})
+	ctx := context.Background()
+	space := gw.Space(t, "retention")
+	var draft, done job.Job
+	if err := gw.Client.Do(ctx, http.MethodPost, "/api/provisioning-jobs", map[string]any{"spaceID": space.ID, "kind": "test", "draft": true}, &draft); err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Client.Do(ctx, http.MethodPost, "/api/provisioning-jobs", map[string]any{"spaceID": space.ID, "kind": "test"}, &done); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, gw.Client, done.ID, 30*time.Second, "completed", func(j *job.Job) bool { return j.Status == job.StatusCompleted })
+	if err := gw.Client.Do(ctx, http.MethodDelete, "/api/provisioning-jobs/"+draft.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := gw.Client.Do(ctx, http.MethodGet, "/api/provisioning-jobs/"+draft.ID, nil, nil)
+		if err != nil {
+			apiError(t, err, http.StatusNotFound)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled job was not pruned within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var got job.Job
+	if err := gw.Client.Do(ctx, http.MethodGet, "/api/provisioning-jobs/"+done.ID, nil, &got); err != nil || got.Status != job.StatusCompleted {
+		t.Fatalf("the completed job: %v %s", err, got.Status)
+	}
+}
