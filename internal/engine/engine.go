@@ -66,7 +66,7 @@ type Config struct {
 	// minute and an hour.
 	PruneEvery time.Duration
 	// Prefetch bounds how many claimed jobs may wait here for a free worker. Zero means four
-	// times Workers; negative turns prefetching off. See prefetchLimit for how many are claimed.
+	// times Workers; negative turns prefetching off. See prefetchRoom for how many are claimed.
 	Prefetch int
 	// PrefetchWait is how long a job claimed ahead may be expected to wait for a worker; zero
 	// means 50ms.
@@ -97,7 +97,7 @@ type Engine struct {
 	due *timers
 
 	// held is the recent average time a job holds a worker slot (nanoseconds, an exponential
-	// moving average), from which prefetchLimit judges how long a prefetched job would wait.
+	// moving average), from which prefetchRoom judges how long a prefetched job would wait.
 	held atomic.Int64
 }
 
@@ -166,7 +166,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	freed := make(chan struct{}, e.cfg.Workers)
 	var wg sync.WaitGroup
 	busy := 0
-	// ready holds jobs claimed ahead of a free worker (see prefetchLimit), oldest first.
+	// ready holds jobs claimed ahead of a free worker (see prefetchRoom), oldest first.
 	var ready []claimed
 	start := func(c claimed) {
 		busy++
@@ -216,13 +216,9 @@ func (e *Engine) Run(ctx context.Context) error {
 				start(ready[0])
 				ready = ready[1:]
 			}
-			limit := e.prefetchLimit()
-			want := e.cfg.Workers - busy + max(limit-len(ready), 0)
-			if want <= 0 || busy >= e.cfg.Workers && len(ready) > 0 && want < max(e.cfg.Workers, limit/2) {
-				// Nothing free, or only a few prefetch places: not worth a claim's commit
-				// yet. Claiming only once half the places are free keeps claims large; each
-				// place refilled as it freed made every claim bring about Workers jobs, and
-				// a few hundred polls due at once went at the claim rate.
+			want := e.cfg.Workers - busy + e.prefetchRoom(len(ready))
+			if want <= 0 || busy >= e.cfg.Workers && len(ready) > 0 && want < e.cfg.Workers {
+				// Nothing free, or only a few prefetch places: not worth a claim's commit yet.
 				break
 			}
 			now, sent := e.cfg.Now(), time.Now()
@@ -298,14 +294,14 @@ func (e *Engine) dropStale(ready []claimed, wg *sync.WaitGroup) []claimed {
 	return keep
 }
 
-// prefetchLimit is how many claimed jobs may wait here for a free worker. Claiming only for
-// free workers makes every claim (a commit) bring one or two jobs when steps are short and
-// workers free one at a time, which capped polling at the claim rate. Claiming ahead is worth
-// it only while jobs leave their worker quickly: by Little's law a job behind n others waits
-// n×held/Workers, so the limit is what keeps that under PrefetchWait, and none while steps
-// hold workers for long (a job claimed ahead would sit leased here while another replica could
-// have run it).
-func (e *Engine) prefetchLimit() int {
+// prefetchRoom is how many more jobs the next claim may take beyond the free workers, with
+// queued of them already waiting here. Claiming only for free workers makes every claim (a
+// commit) bring one or two jobs when steps are short and workers free one at a time, which
+// capped polling at the claim rate. Claiming ahead is worth it only while jobs leave their
+// worker quickly: by Little's law a job behind n others waits n×held/Workers, so the room is
+// what keeps that under PrefetchWait, and none while steps hold workers for long (a job
+// claimed ahead would sit leased here while another replica could have run it).
+func (e *Engine) prefetchRoom(queued int) int {
 	if e.cfg.Prefetch <= 0 {
 		return 0
 	}
@@ -314,7 +310,7 @@ func (e *Engine) prefetchLimit() int {
 		return 0 // nothing measured yet
 	}
 	n := int(min(e.cfg.PrefetchWait*time.Duration(e.cfg.Workers)/held, 1<<20))
-	return min(n, e.cfg.Prefetch)
+	return max(min(n, e.cfg.Prefetch)-queued, 0)
 }
 
 // noteHeld folds one job's time in a worker slot into the moving average.
