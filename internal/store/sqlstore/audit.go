@@ -19,31 +19,12 @@ type txState struct{ wake bool }
 // Audited runs fn on a copy of the store bound to one transaction, appends e in it and
 // commits. Called on a copy already in a transaction, it joins that transaction.
 func (s *Store) Audited(ctx context.Context, e *store.AuditEntry, fn func(tx store.Tx) error) error {
-	if s.tx != nil {
-		if err := fn(s); err != nil {
+	return s.inTx(ctx, func(tx *Store) error {
+		if err := fn(tx); err != nil {
 			return err
 		}
-		return s.insertAudit(ctx, e)
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	ts := &Store{db: s.db, q: s.txQuerier(tx), dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
-	if err := fn(ts); err != nil {
-		return err
-	}
-	if err := ts.insertAudit(ctx, e); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	if ts.tx.wake {
-		s.wake(ctx)
-	}
-	return nil
+		return tx.insertAudit(ctx, e)
+	})
 }
 
 const insertAuditSQL = `INSERT INTO audit_logs (id, org_id, scope, action, actor, resource_type,

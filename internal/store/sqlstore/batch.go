@@ -113,25 +113,14 @@ func (s *Store) writeBatch(reqs []*cpRequest) {
 // checkpointNow writes one checkpoint (with its end, if any) outside any batch.
 func (s *Store) checkpointNow(ctx context.Context, r *cpRequest) (*job.Job, error) {
 	if r.end != nil {
-		if s.tx != nil {
-			return s.finish(ctx, r)
-		}
-		tx, err := s.db.BeginTx(ctx, nil)
+		var out *job.Job
+		err := s.inTx(ctx, func(tx *Store) (err error) {
+			out, err = tx.finish(ctx, r)
+			return err
+		})
 		if err != nil {
-			return nil, fmt.Errorf("begin: %w", err)
-		}
-		defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-		ts := &Store{db: s.db, q: s.txQuerier(tx), dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
-		out, err := ts.finish(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		if err := tx.Commit(); err != nil {
 			r.endOut = nil
-			return nil, fmt.Errorf("commit: %w", err)
-		}
-		if ts.tx.wake {
-			s.wake(ctx)
+			return nil, err
 		}
 		return out, nil
 	}
