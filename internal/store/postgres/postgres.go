@@ -59,6 +59,9 @@ func claimSQL() string {
 	RETURNING ` + strings.Join(cols, ", ") + `, db.now_ms, j.claimed_from`
 }
 
+// maxConns bounds one replica's connections (the listener has one more of its own).
+const maxConns = 20
+
 // Store is the PostgreSQL store plus its listener.
 type Store struct {
 	*sqlstore.Store
@@ -82,7 +85,14 @@ func OpenAt(ctx context.Context, url string, logger *slog.Logger, upTo int) (*St
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	db.SetMaxOpenConns(20)
+	// database/sql keeps only two idle connections unless told otherwise, so under concurrent
+	// load every connection beyond two was closed on release and opened again on the next
+	// query: a new server process and a login each time. At 500 API requests a second beside
+	// the engine that took the p99 of reading one job from 3 ms to 116 ms. Idle connections are
+	// kept up to the pool's size and closed after a quiet spell.
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connect postgres: %w", err)

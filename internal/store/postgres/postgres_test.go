@@ -47,3 +47,10 @@ func TestMigrateTwiceIsHarmless(t *testing.T) {
 	open(t, url)
 	open(t, url)
 }
+
+// The engine's batches, claims and heartbeats and the API's reads run side by side; each
+// connection released among them must stay open for the next query.
+func TestPoolKeepsIdleConnections(t *testing.T) {
+	t.Parallel()
+	storetest.KeepsIdle(t, open(t, pgtest.NewDatabase(t)).DB(), 20)
+}

@@ -79,7 +79,10 @@ func OpenAt(ctx context.Context, path string, upTo int) (*sqlstore.Store, error)
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s for reading: %w", path, err)
 	}
+	// Idle readers are kept: a reader closed on release would lose its prepared statements
+	// and open the file again on the next read.
 	rdb.SetMaxOpenConns(4)
+	rdb.SetMaxIdleConns(4)
 	return st.WithReadPool(rdb), nil
 }
 

@@ -33,3 +33,15 @@ func TestMigrateTwiceIsHarmless(t *testing.T) {
 		s.Close()
 	}
 }
+
+// The API's readers run beside each other; each reader released must stay open with its
+// prepared statements for the next read.
+func TestReadPoolKeepsIdleConnections(t *testing.T) {
+	t.Parallel()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "gw.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.KeepsIdle(t, s.ReadDB(), 4)
+}

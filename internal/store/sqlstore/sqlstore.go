@@ -97,6 +97,17 @@ func New(db *sql.DB, d Dialect) *Store {
 // DB exposes the handle for the implementation packages (LISTEN, migrations, dumps in tests).
 func (s *Store) DB() *sql.DB { return s.db }
 
+// ReadDB is the pool job reads go to: the read pool when there is one, else DB.
+func (s *Store) ReadDB() *sql.DB {
+	switch r := s.reads.(type) {
+	case preparedDB:
+		return r.DB
+	case *sql.DB:
+		return r
+	}
+	return s.db
+}
+
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 func (s *Store) Close() error {

@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -810,5 +811,31 @@ func testOldestDue(t *testing.T, s store.Store) {
 	got, ok, err := q.OldestDue(ctx, t0)
 	if err != nil || !ok || !got.Equal(t0.Add(-30*time.Second)) {
 		t.Fatalf("oldest due = %v, %v, %v; want %v", got, ok, err, t0.Add(-30*time.Second))
+	}
+}
+
+// KeepsIdle checks that db keeps n connections open once n have been in use together. A pool
+// that closes what it cannot keep idle pays a new connection (on PostgreSQL a server process
+// and a login) for each query beyond its idle count under concurrent load.
+func KeepsIdle(t *testing.T, db *sql.DB, n int) {
+	t.Helper()
+	ctx := context.Background()
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i+1, err)
+		}
+		if err := c.PingContext(ctx); err != nil {
+			t.Fatalf("ping %d: %v", i+1, err)
+		}
+		conns[i] = c
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	st := db.Stats()
+	if st.MaxIdleClosed != 0 || st.Idle < n {
+		t.Fatalf("after %d connections in use together: %d idle, %d closed for want of idle room", n, st.Idle, st.MaxIdleClosed)
 	}
 }
