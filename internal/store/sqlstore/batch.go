@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -287,6 +286,7 @@ func (s *Store) writePipelined(ctx context.Context, reqs []*cpRequest) error {
 				continue
 			}
 			delete(written, p.ID) // one answer per row, should a job be in the batch twice
+			withWritten(j, p)
 			ts.checkpointed(ctx, p)
 			done, action := j, r.action
 			if r.end != nil {
@@ -327,10 +327,6 @@ func (s *Store) writePipelined(ctx context.Context, reqs []*cpRequest) error {
 // request's values come as the same element of the parameter arrays, and finish tells a
 // finishSQL row (the end, unless a cancel was requested) from a checkpointSQL one.
 func (s *Store) setCheckpointSQL() string {
-	cols := strings.Split(JobColumns, ",")
-	for i, c := range cols {
-		cols[i] = "j." + strings.TrimSpace(c)
-	}
 	// cancelled: a finish that a requested cancel turns into its result alone.
 	const cancelled = `(v.finish AND j.cancel_requested <> 0)`
 	return `UPDATE provisioning_jobs j SET steps = v.steps::jsonb, infra = v.infra::jsonb,
@@ -343,7 +339,7 @@ func (s *Store) setCheckpointSQL() string {
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
 			$9::bool[], $10::bigint[], $11::bool[]) AS v(id, token, steps, infra, status, phase, failure, next_run_at, release, now, finish)
 		WHERE j.id = v.id AND j.lease_token = v.token AND j.status = 'running'
-		RETURNING ` + strings.Join(cols, ", ") + `, ` + s.dialect.Clock
+		RETURNING ` + writtenColumns("j.") + `, ` + s.dialect.Clock
 }
 
 // setArgs are setCheckpointSQL's parameter arrays.

@@ -342,6 +342,25 @@ func testCheckpointFencing(t *testing.T, s store.Store) {
 	if got.Steps[0].Status != job.StepDone || string(got.Infra) == `{"stale":true}` || !got.LeaseExpiresAt.Equal(now.Add(time.Minute)) {
 		t.Fatalf("checkpoint: %+v", got)
 	}
+	// The answer is the row as written (the store may fill the written columns from the
+	// request rather than read them back) and shares nothing the caller may change.
+	read, err := s.GetJob(ctx, &store.GetJobParams{OrgID: "org1", ID: cur[0].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Steps) != len(read.Steps) || got.Steps[1] != read.Steps[1] || got.Steps[0].Name != read.Steps[0].Name ||
+		got.Version != read.Version || got.Failure != nil || read.Failure != nil {
+		t.Fatalf("checkpoint answered %+v, the row reads %+v", got, read)
+	}
+	var gotInfra, readInfra map[string]any
+	if err := json.Unmarshal(got.Infra, &gotInfra); err != nil || json.Unmarshal(read.Infra, &readInfra) != nil ||
+		gotInfra["vpc"] != "v-1" || readInfra["vpc"] != "v-1" {
+		t.Fatalf("infra answered %s, the row reads %s", got.Infra, read.Infra)
+	}
+	got.Steps[0].Name = "changed by the caller"
+	if steps[0].Name != "a" {
+		t.Fatal("the checkpoint's answer shares its steps with the request")
+	}
 	later := now.Add(time.Minute)
 	rel, err := s.Checkpoint(ctx, &store.CheckpointParams{ID: cur[0].ID, LeaseToken: cur[0].LeaseToken, Now: now,
 		Steps: steps, Infra: got.Infra, Status: job.StatusQueued, Phase: job.PhaseApply, NextRunAt: later, Release: true})
