@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,7 @@ func (g *gwRunner) start(p pipeline.Pipeline, workers int, events engine.Publish
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = e.Run(ctx); close(done) }()
+	go pprof.Do(ctx, pprof.Labels("side", "groundwork"), func(ctx context.Context) { _ = e.Run(ctx); close(done) })
 	return func() { cancel(); <-done }, nil
 }
 
@@ -130,7 +131,7 @@ func (g *gwRunner) seed(ctx context.Context, j *job.Job, n int, status job.Statu
 func newID() string { return "job_" + ulid.Make().String() }
 
 // throughput seeds n jobs of the given step count, then runs the engine until all are done.
-func (g *gwRunner) throughput(ctx context.Context, steps, n int) (Throughput, error) {
+func (g *gwRunner) throughput(ctx context.Context, steps, n int, m *meter) (Throughput, error) {
 	if err := g.clear(ctx); err != nil {
 		return Throughput{}, err
 	}
@@ -141,6 +142,7 @@ func (g *gwRunner) throughput(ctx context.Context, steps, n int) (Throughput, er
 		return Throughput{}, err
 	}
 	pub := &publisher{allDone: make(chan struct{}), want: int64(n)}
+	m.start()
 	start := time.Now()
 	stop, err := g.start(p, g.workers, pub, time.Second)
 	if err != nil {
@@ -152,7 +154,9 @@ func (g *gwRunner) throughput(ctx context.Context, steps, n int) (Throughput, er
 	case <-time.After(10 * time.Minute):
 		return Throughput{}, fmt.Errorf("groundwork: %d of %d jobs ended in 10 minutes", pub.ended.Load(), n)
 	}
-	return newThroughput(n, steps, time.Since(start)), nil
+	elapsed := time.Since(start)
+	m.stop()
+	return newThroughput(n, steps, elapsed), nil
 }
 
 // latency runs the engine idle, then creates jobs one at a time and measures from the create

@@ -237,7 +237,7 @@ func runPostgres(ctx context.Context, o options, w io.Writer) (*DBReport, error)
 // riverClient is what measure needs of a riverRunner, whatever its driver's transaction type.
 type riverClient interface {
 	migrate(ctx context.Context) error
-	throughput(ctx context.Context, n int) (Throughput, error)
+	throughput(ctx context.Context, n int, m *meter) (Throughput, error)
 	latency(ctx context.Context, samples int) (Latency, error)
 }
 
@@ -253,15 +253,15 @@ func measure(ctx context.Context, o options, w io.Writer, r *DBReport, gw *gwRun
 	for round := 1; round <= o.rounds; round++ {
 		rd := Round{Round: round, Load: loadavg()}
 		logf(w, "%s round %d: river 1-step", r.Database, round)
-		if rd.River1, err = withWAL(ctx, gw, func() (Throughput, error) { return rv.throughput(ctx, o.jobs) }); err != nil {
+		if rd.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, o.jobs, m) }); err != nil {
 			return err
 		}
 		logf(w, "%s round %d: groundwork 1-step", r.Database, round)
-		if rd.Groundwork1, err = withWAL(ctx, gw, func() (Throughput, error) { return gw.throughput(ctx, 1, o.jobs) }); err != nil {
+		if rd.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, o.jobs, m) }); err != nil {
 			return err
 		}
 		logf(w, "%s round %d: groundwork 5-step", r.Database, round)
-		if rd.Groundwork5, err = withWAL(ctx, gw, func() (Throughput, error) { return gw.throughput(ctx, 5, o.jobs/5) }); err != nil {
+		if rd.Groundwork5, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 5, o.jobs/5, m) }); err != nil {
 			return err
 		}
 		rd.Ratio = rd.Groundwork1.JobsPerSec / rd.River1.JobsPerSec
@@ -307,6 +307,12 @@ type Throughput struct {
 	// WALPerJob is the PostgreSQL write-ahead log written per job: the database work each job
 	// costs, whatever the machine's load.
 	WALPerJob float64 `json:"walBytesPerJob,omitempty"`
+	// ClientCPUPerJob is the CPU this process used per job while the run was timed (on SQLite
+	// the database's work included); ServerCPUPerJob is the throwaway PostgreSQL server's.
+	// Both in microseconds: on two cores, what the client and the server use per job bounds the
+	// rate as much as the commits do.
+	ClientCPUPerJob float64 `json:"clientCPUMicrosPerJob,omitempty"`
+	ServerCPUPerJob float64 `json:"serverCPUMicrosPerJob,omitempty"`
 }
 
 func newThroughput(n, steps int, d time.Duration) Throughput {
@@ -356,9 +362,29 @@ func renderSaved(path string, noCheck bool) int {
 	return 0
 }
 
-// withWAL runs a throughput run and, on PostgreSQL, adds the log it wrote per job (the seeding
-// of jobs and River's inserts included: both are part of what a job costs).
-func withWAL(ctx context.Context, gw *gwRunner, run func() (Throughput, error)) (Throughput, error) {
+// meter takes the CPU used between start and stop: by this process, and by the PostgreSQL
+// server when the bench started it (pid not 0).
+type meter struct {
+	pid              int
+	client0, server0 time.Duration
+	client, server   time.Duration
+	started          bool
+}
+
+func (m *meter) start() {
+	m.client0, m.server0, m.started = selfCPU(), serverCPU(m.pid), true
+}
+
+func (m *meter) stop() {
+	if m.started {
+		m.client, m.server = selfCPU()-m.client0, serverCPU(m.pid)-m.server0
+	}
+}
+
+// costed runs a throughput run and adds what each job cost: the CPU of the timed part and, on
+// PostgreSQL, the log it wrote (the seeding of jobs and River's inserts included: both are part
+// of what a job costs).
+func costed(ctx context.Context, gw *gwRunner, serverPID int, run func(*meter) (Throughput, error)) (Throughput, error) {
 	lsn := func() float64 {
 		var v float64
 		if gw.dialect == "postgres" {
@@ -367,9 +393,15 @@ func withWAL(ctx context.Context, gw *gwRunner, run func() (Throughput, error)) 
 		return v
 	}
 	before := lsn()
-	t, err := run()
-	if err == nil && gw.dialect == "postgres" && t.Jobs > 0 {
+	m := &meter{pid: serverPID}
+	t, err := run(m)
+	if err != nil || t.Jobs == 0 {
+		return t, err
+	}
+	if gw.dialect == "postgres" {
 		t.WALPerJob = (lsn() - before) / float64(t.Jobs)
 	}
-	return t, err
+	t.ClientCPUPerJob = float64(m.client.Microseconds()) / float64(t.Jobs)
+	t.ServerCPUPerJob = float64(m.server.Microseconds()) / float64(t.Jobs)
+	return t, nil
 }

@@ -140,6 +140,16 @@ func (r *Report) print(w io.Writer) {
 			fmt.Fprintf(w, "write-ahead log per job (last round): river %.0f B, groundwork 1-step %.0f B, 5-step %.0f B\n",
 				last.River1.WALPerJob, last.Groundwork1.WALPerJob, last.Groundwork5.WALPerJob)
 		}
+		if len(d.Rounds) > 0 && d.Rounds[0].River1.ClientCPUPerJob > 0 {
+			last := d.Rounds[len(d.Rounds)-1]
+			fmt.Fprintf(w, "CPU per job (last round), this process: river %.0f µs, groundwork 1-step %.0f µs, 5-step %.0f µs",
+				last.River1.ClientCPUPerJob, last.Groundwork1.ClientCPUPerJob, last.Groundwork5.ClientCPUPerJob)
+			if last.River1.ServerCPUPerJob > 0 {
+				fmt.Fprintf(w, "; PostgreSQL server: river %.0f µs, groundwork 1-step %.0f µs, 5-step %.0f µs",
+					last.River1.ServerCPUPerJob, last.Groundwork1.ServerCPUPerJob, last.Groundwork5.ServerCPUPerJob)
+			}
+			fmt.Fprintln(w)
+		}
 		fmt.Fprintf(w, "claim-to-start (insert call to first step, idle workers): groundwork p50 %.2f ms p99 %.2f ms; river p50 %.2f ms p99 %.2f ms\n",
 			d.GroundworkLatency.P50ms, d.GroundworkLatency.P99ms, d.RiverLatency.P50ms, d.RiverLatency.P99ms)
 		if x := d.Waiting; x != nil {

@@ -59,7 +59,7 @@ func (r *riverRunner[TTx]) client(started func(int64)) (*river.Client[TTx], erro
 }
 
 // throughput inserts n jobs, then starts River and times it until all n are completed.
-func (r *riverRunner[TTx]) throughput(ctx context.Context, n int) (Throughput, error) {
+func (r *riverRunner[TTx]) throughput(ctx context.Context, n int, m *meter) (Throughput, error) {
 	if err := r.truncate(ctx); err != nil {
 		return Throughput{}, err
 	}
@@ -78,6 +78,7 @@ func (r *riverRunner[TTx]) throughput(ctx context.Context, n int) (Throughput, e
 	}
 	events, cancel := c.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 1000, Kinds: []river.EventKind{river.EventKindJobCompleted}})
 	defer cancel()
+	m.start()
 	start := time.Now()
 	if err := c.Start(ctx); err != nil {
 		return Throughput{}, err
@@ -93,6 +94,7 @@ func (r *riverRunner[TTx]) throughput(ctx context.Context, n int) (Throughput, e
 		}
 	}
 	elapsed := time.Since(start)
+	m.stop()
 	stopCtx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
 	_ = c.Stop(stopCtx)
