@@ -136,7 +136,7 @@ func (s *Store) finish(ctx context.Context, r *cpRequest) (*job.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, end, err := s.finishDone(ctx, r.end, s.q.QueryRowContext(ctx, s.finishSQL(), args...))
+	out, end, err := s.finishDone(ctx, r.end, s.q.QueryRowContext(ctx, s.sql.finish, args...))
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (s *Store) writeTogether(ctx context.Context, reqs []*cpRequest) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	ts := &Store{db: s.db, q: s.txQuerier(tx), dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
+	ts := s.bound(s.txQuerier(tx))
 	outs := make([]*job.Job, len(reqs))
 	errs := make([]error, len(reqs))
 	ends := make([]*job.Job, len(reqs))
@@ -237,7 +237,7 @@ func (s *Store) writePipelined(ctx context.Context, reqs []*cpRequest) error {
 		}
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
-		b.Queue(s.setCheckpointSQL(), a.id, a.token, a.steps, a.infra, a.status, a.phase, a.failure, a.next, a.release, a.now, a.finish)
+		b.Queue(s.sql.setCheckpoint, a.id, a.token, a.steps, a.infra, a.status, a.phase, a.failure, a.next, a.release, a.now, a.finish)
 		br := pc.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			br.Close()
@@ -270,7 +270,7 @@ func (s *Store) writePipelined(ctx context.Context, reqs []*cpRequest) error {
 			return fmt.Errorf("checkpoint batch: %w", err)
 		}
 		// Wake-ups wait for the commit, as in any transaction.
-		ts := &Store{db: s.db, q: s.q, dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
+		ts := s.bound(s.q)
 		outs := make([]*job.Job, len(reqs))
 		errs := make([]error, len(reqs))
 		ends := make([]*job.Job, len(reqs))

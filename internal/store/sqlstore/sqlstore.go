@@ -56,6 +56,20 @@ type Store struct {
 	// from a pool of its own, so they do not queue behind the engine's writes on SQLite's one
 	// writing connection. WAL lets them read the last commit meanwhile.
 	reads querier
+	// sql holds the statements built from the dialect, built once: the checkpoint statements
+	// run for every step, and building them cost more allocation than running them.
+	sql queries
+}
+
+type queries struct {
+	checkpoint, finish, setCheckpoint string
+}
+
+// bound is a copy of s whose statements go to q, a transaction: wake-ups wait for its commit.
+func (s *Store) bound(q querier) *Store {
+	c := *s
+	c.q, c.tx = q, &txState{}
+	return &c
 }
 
 // querier is what *sql.DB and *sql.Tx share.
@@ -83,11 +97,12 @@ func New(db *sql.DB, d Dialect) *Store {
 		panic("sqlstore: Dialect.Clock is required") // a programming error in the dialect package
 	}
 	s := &Store{db: db, q: db, dialect: d, hub: &wakeHub{subs: map[chan struct{}]struct{}{}}, batch: &batcher{}}
+	s.sql = queries{checkpoint: s.checkpointSQL(), finish: s.finishSQL(), setCheckpoint: s.setCheckpointSQL()}
 	if d.Prepare {
 		s.stmts = newStmtCache(db)
 		s.q = preparedDB{DB: db, c: s.stmts}
 		// Statements that only ever run inside a transaction are prepared here, before any.
-		for _, q := range []string{insertAuditSQL, s.checkpointSQL(), s.finishSQL()} {
+		for _, q := range []string{insertAuditSQL, s.sql.checkpoint, s.sql.finish} {
 			s.stmts.get(context.Background(), q, true)
 		}
 	}
@@ -188,10 +203,11 @@ func scanJobExtra(r scanner, extra ...any) (*job.Job, error) {
 		leaseExp                            sql.NullInt64
 		ttl, next, created, updated         int64
 	)
-	dest := append([]any{&j.ID, &j.OrgID, &j.SpaceID, &j.Kind, &j.Family, &j.Provider, &j.Mode, &j.Name, &tags,
+	// One allocation for the destinations: a literal then appended to was two.
+	dest := append(make([]any, 0, 26+len(extra)), &j.ID, &j.OrgID, &j.SpaceID, &j.Kind, &j.Family, &j.Provider, &j.Mode, &j.Name, &tags,
 		&j.SubjectType, &j.SubjectID, &config, &infra, &steps, &j.Status, &j.Phase, &cancel, &failure,
-		&j.LeaseOwner, &j.LeaseToken, &leaseExp, &ttl, &next, &j.Version, &created, &updated}, extra...)
-	err := r.Scan(dest...)
+		&j.LeaseOwner, &j.LeaseToken, &leaseExp, &ttl, &next, &j.Version, &created, &updated)
+	err := r.Scan(append(dest, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +499,7 @@ func (s *Store) checkpoint(ctx context.Context, p *store.CheckpointParams) (*job
 	if err != nil {
 		return nil, err
 	}
-	return s.checkpointDone(ctx, p, s.q.QueryRowContext(ctx, s.checkpointSQL(), args...))
+	return s.checkpointDone(ctx, p, s.q.QueryRowContext(ctx, s.sql.checkpoint, args...))
 }
 
 // checkpointArgs are checkpointSQL's parameters for p.
@@ -751,7 +767,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Store) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	ts := &Store{db: s.db, q: s.txQuerier(tx), dialect: s.dialect, hub: s.hub, batch: s.batch, stmts: s.stmts, tx: &txState{}}
+	ts := s.bound(s.txQuerier(tx))
 	if err := fn(ts); err != nil {
 		return err
 	}
