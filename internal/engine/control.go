@@ -26,7 +26,7 @@ func Retry(ctx context.Context, l Ledger, j *job.Job, now time.Time) (*job.Job, 
 	steps := append([]job.StepRecord(nil), j.Steps...)
 	for i := range steps {
 		if steps[i].Status == job.StepFailed {
-			steps[i].Attempts, steps[i].Retries = 0, 0
+			steps[i].Attempts, steps[i].Retries, steps[i].Waits = 0, 0, 0
 			if j.Phase == job.PhaseApply {
 				steps[i].Status = job.StepPending
 			}

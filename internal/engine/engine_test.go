@@ -304,6 +304,49 @@ func TestWaitFreesTheWorker(t *testing.T) {
 	b.waitStatus(t, slow.ID, job.StatusCompleted)
 }
 
+// A step that says its resource is best polled with a backoff is polled less often while the
+// wait goes on, and its record counts the waits in a row until the step finishes.
+func TestWaitsBackOff(t *testing.T) {
+	t.Parallel()
+	const first, factor, slowest = 20 * time.Millisecond, 3, 200 * time.Millisecond
+	want := []time.Duration{first, 60 * time.Millisecond, 180 * time.Millisecond, slowest, slowest}
+	var (
+		mu    sync.Mutex
+		calls []time.Time
+		waits []int
+	)
+	b := setup(t, 1, func(ctx context.Context, c testfamily.Call, r *pipeline.Run) (pipeline.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, time.Now())
+		waits = append(waits, r.Job.Steps[0].Waits)
+		if len(calls) <= len(want) {
+			return pipeline.Wait(first, "resource coming up", nil).Slowing(factor, slowest), nil
+		}
+		return pipeline.Done(nil), nil
+	})
+	j := b.submit(t)
+	b.start(t, nil)
+	done := b.waitStatus(t, j.ID, job.StatusCompleted)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != len(want)+1 {
+		t.Fatalf("%d calls, want %d", len(calls), len(want)+1)
+	}
+	for i, w := range want {
+		// A poll never comes early; without the backoff every gap would be about first.
+		if gap := calls[i+1].Sub(calls[i]); gap < w {
+			t.Errorf("poll %d came %s after the one before, want at least %s", i+2, gap, w)
+		}
+		if waits[i] != i {
+			t.Errorf("call %d saw %d waits in a row, want %d", i+1, waits[i], i)
+		}
+	}
+	if w := done.Steps[0].Waits; w != 0 {
+		t.Errorf("finished step still counts %d waits", w)
+	}
+}
+
 // Cancel takes effect at the next step boundary and undoes the finished steps in reverse.
 func TestCancelUndoesInReverse(t *testing.T) {
 	t.Parallel()

@@ -487,15 +487,20 @@ func (e *Engine) runStep(ctx context.Context, l *lease, j *job.Job, i int, fn fu
 	// The step made progress (a wait is a poll that answered): its next transient failure
 	// starts the retry budget and the backoff afresh.
 	rec.Retries = 0
+	if res.Outcome != pipeline.OutcomeWait {
+		rec.Waits = 0
+	}
 	switch res.Outcome {
 	case pipeline.OutcomeWait:
 		rec.Status = job.StepWaiting
 		if undo {
 			rec.Status = job.StepUndoing
 		}
+		rec.Waits++
+		after := res.Backoff.Delay(res.After, rec.Waits)
 		e.cfg.Metrics.observeStep(j.Family, rec.Name, "wait", elapsed)
-		stepLog.Info("step waiting", "after", res.After, "message", res.Message)
-		e.checkpoint(ctx, l, j, job.StatusQueued, nil, now.Add(res.After), true) //nolint:errcheck // logged inside
+		stepLog.Info("step waiting", "after", after, "waits", rec.Waits, "message", res.Message)
+		e.checkpoint(ctx, l, j, job.StatusQueued, nil, now.Add(after), true) //nolint:errcheck // logged inside
 		return nil
 	case pipeline.OutcomeAwaitUser:
 		// Parked without a worker: only a decision through the API queues the job again.

@@ -115,6 +115,9 @@ type StepRecord struct {
 	// wait or a finish). The retry budget and the backoff count these, not Attempts, so a step
 	// that polls a slow resource many times keeps its whole budget.
 	Retries int `json:"retries,omitempty"`
+	// Waits counts the step's waits in a row (polls of a resource not ready yet); a step's
+	// backoff lengthens its polls with it. Any other outcome resets it.
+	Waits int `json:"waits,omitempty"`
 }
 
 // FailureClass buckets a failure so that a caller knows who must act.

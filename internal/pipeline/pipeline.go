@@ -38,6 +38,42 @@ type Result struct {
 	// Infra holds top-level keys to merge into the job's infra document. A nil value deletes
 	// the key.
 	Infra map[string]any
+	// Backoff, for a wait, spaces the polls of a resource that takes long to be ready (see
+	// Backoff); the zero value polls every After.
+	Backoff Backoff
+}
+
+// Backoff is how a step's resource is best polled while it is not ready: the first wait in a
+// row is Result.After, each following one Factor times the one before, none longer than Max.
+// A database or a cluster takes many minutes to come up; polling it every few seconds all that
+// time costs cloud API quota and engine work, and tells nothing sooner than a poll that slows
+// down while the wait goes on. A Factor of 1 or less, or a Max below After, keeps polls fixed.
+type Backoff struct {
+	Factor float64
+	Max    time.Duration
+}
+
+// Delay is the wait after the n-th wait in a row (n from 1) whose first is first.
+func (b Backoff) Delay(first time.Duration, n int) time.Duration {
+	if b.Factor <= 1 || n <= 1 || first <= 0 {
+		return first
+	}
+	limit := b.Max
+	if limit < first {
+		return first
+	}
+	d := float64(first)
+	for i := 1; i < n && d < float64(limit); i++ {
+		d *= b.Factor
+	}
+	return min(time.Duration(d), limit)
+}
+
+// Slowing returns r with its waits growing by factor while they go on, up to max (see
+// Backoff).
+func (r Result) Slowing(factor float64, max time.Duration) Result {
+	r.Backoff = Backoff{Factor: factor, Max: max}
+	return r
 }
 
 // Done finishes the step, merging infra.

@@ -387,7 +387,7 @@ func (p *Pipeline) waitReady(ctx context.Context, r *pipeline.Run) (pipeline.Res
 		if msg == "" {
 			msg = "waiting for the server to accept connections"
 		}
-		return pipeline.Wait(p.poll, msg, nil), nil
+		return steps.CloudWait(p.poll, msg, nil), nil
 	}
 	if st.AdminPassword != "" && st.AdminPassword != pw {
 		// The cloud made the credential; the reference register records stays the same, so

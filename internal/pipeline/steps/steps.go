@@ -87,12 +87,20 @@ func Finalize(name string) pipeline.Step {
 	}}
 }
 
+// CloudWait is a wait on a cloud resource that may take minutes (a cluster, a database
+// server, a load balancer, a deletion): polled after poll at first, then each time 1.5 times
+// later, up to four times poll, so that a long wait costs a fraction of the cloud calls and
+// claims while a short one is still seen at once.
+func CloudWait(poll time.Duration, waiting string, infra map[string]any) pipeline.Result {
+	return pipeline.Wait(poll, waiting, infra).Slowing(1.5, 4*poll)
+}
+
 // Ensured is the result of an ensure call for a thing that takes a while to come up: done with
 // v under key once ready, else a wait that records v so far, so that what exists is on record
 // before the worker lets go.
 func Ensured(key string, v any, ready bool, poll time.Duration, waiting string) pipeline.Result {
 	if !ready {
-		return pipeline.Wait(poll, waiting, map[string]any{key: v})
+		return CloudWait(poll, waiting, map[string]any{key: v})
 	}
 	return pipeline.Done(map[string]any{key: v})
 }
@@ -101,7 +109,7 @@ func Ensured(key string, v any, ready bool, poll time.Duration, waiting string) 
 // done, then done with key cleared.
 func Gone(key string, done bool, poll time.Duration, waiting string) pipeline.Result {
 	if !done {
-		return pipeline.Wait(poll, waiting, nil)
+		return CloudWait(poll, waiting, nil)
 	}
 	return pipeline.Done(map[string]any{key: nil})
 }

@@ -319,3 +319,26 @@ func TestValidateAndFinalize(t *testing.T) {
 		}
 	})
 }
+
+// Waits on slow cloud resources back off; once ready, the result is done.
+func TestCloudWaitsBackOff(t *testing.T) {
+	t.Parallel()
+	const poll = 10 * time.Second
+	for name, r := range map[string]pipeline.Result{
+		"ensured, not ready": steps.Ensured("thing", 1, false, poll, "coming up"),
+		"gone, not yet":      steps.Gone("thing", false, poll, "going"),
+		"cloud wait":         steps.CloudWait(poll, "coming up", nil),
+	} {
+		if r.Outcome != pipeline.OutcomeWait || r.After != poll {
+			t.Fatalf("%s: %+v", name, r)
+		}
+		// 10 s, 15 s, 22.5 s, 33.75 s, then 40 s (four times the poll) from then on.
+		if got := []time.Duration{r.Backoff.Delay(r.After, 2), r.Backoff.Delay(r.After, 4), r.Backoff.Delay(r.After, 50)}; got[0] != 15*time.Second ||
+			got[1] != 33750*time.Millisecond || got[2] != 4*poll {
+			t.Fatalf("%s: delays %v", name, got)
+		}
+	}
+	if r := steps.Ensured("thing", 1, true, poll, "coming up"); r.Outcome != pipeline.OutcomeDone {
+		t.Fatalf("ready: %+v", r)
+	}
+}

@@ -382,7 +382,7 @@ func (p *Pipeline) vms(ctx context.Context, r *pipeline.Run, c Config, d Driver)
 		if !c.WaitsForBootstrap() {
 			msg = fmt.Sprintf("%d VMs, waiting for all %d to run", len(vms), c.Desired)
 		}
-		return pipeline.Wait(p.poll, msg, infra), nil
+		return steps.CloudWait(p.poll, msg, infra), nil
 	}
 	infra[InfraBootstrapReady] = !c.Bare && c.WaitsForBootstrap()
 	infra[InfraBootstrapSince] = nil
