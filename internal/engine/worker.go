@@ -386,18 +386,20 @@ func (e *Engine) finishWithLast(ctx context.Context, l *lease, j *job.Job, f sto
 		e.log.Error("checkpoint failed", "job_id", j.ID, "error", err)
 		return nil
 	}
-	e.publish(written)
 	if ended == nil {
 		// A cancel was requested while the last step ran. The job goes on to its teardown,
 		// but not in this worker, whose slot is already given back: it is handed back, due
 		// at once, for a worker to take up.
+		e.publish(written)
 		if written.LeaseExpiresAt != nil {
 			l.extended(sent, now, *written.LeaseExpiresAt, written.DBNow)
 		}
 		e.handBack(l, written, e.log.With("job_id", j.ID))
 		return nil
 	}
-	e.publish(ended)
+	// The store's answers are copies of their own that this worker no longer changes.
+	e.publishOwned(written)
+	e.publishOwned(ended)
 	e.log.Info("job finished", "job_id", j.ID, "status", string(final))
 	return nil
 }
@@ -652,13 +654,21 @@ func (e *Engine) publish(j *job.Job) {
 	if e.cfg.Events == nil {
 		return
 	}
+	// Subscribers get their own copy: this worker goes on changing j's steps.
+	e.publishOwned(cloneJob(j))
+}
+
+// publishOwned tells subscribers of j, which no one changes any more.
+func (e *Engine) publishOwned(j *job.Job) {
+	if e.cfg.Events == nil {
+		return
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("event subscriber panicked", "job_id", j.ID, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 		}
 	}()
-	// Subscribers get their own copy: this worker goes on changing j's steps.
-	e.cfg.Events.Publish(cloneJob(j))
+	e.cfg.Events.Publish(j)
 }
 
 // errStepPanicked is what a panicking step becomes. Its text is what users see; the panic

@@ -220,7 +220,7 @@ func scanJobExtra(r scanner, extra ...any) (*job.Job, error) {
 	}
 	j.Config = json.RawMessage(orDefault(config, "{}"))
 	j.Infra = json.RawMessage(orDefault(infra, "{}"))
-	if tags.Valid && tags.String != "" && tags.String != "null" {
+	if tags.Valid && tags.String != "" && tags.String != "null" && tags.String != "{}" {
 		if err := json.Unmarshal([]byte(tags.String), &j.Tags); err != nil {
 			return nil, fmt.Errorf("decode tags of %s: %w", j.ID, err)
 		}
