@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/groundworkhq/groundwork/internal/job"
 	"github.com/groundworkhq/groundwork/internal/store"
 )
@@ -457,26 +459,55 @@ func (s *Store) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.q.QueryContext(ctx, s.dialect.ClaimSQL, p.Owner, ms(p.Now), p.Limit)
+	args := []any{p.Owner, ms(p.Now), p.Limit}
+	if s.dialect.Pipeline && s.tx == nil {
+		var out []*job.Job
+		err := s.withPgx(ctx, func(pc *pgx.Conn) error {
+			rows, err := pc.Query(ctx, s.dialect.ClaimSQL, args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			out, err = scanClaimed(rows)
+			return err
+		})
+		if !errors.Is(err, errNotPgx) {
+			if err != nil {
+				return nil, fmt.Errorf("claim jobs: %w", err)
+			}
+			return out, nil
+		}
+	}
+	rows, err := s.q.QueryContext(ctx, s.dialect.ClaimSQL, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
 	defer rows.Close()
+	out, err := scanClaimed(rows)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	return out, nil
+}
+
+// scanClaimed reads a claim's answer, from database/sql or from pgx.
+func scanClaimed[R interface {
+	scanner
+	Next() bool
+	Err() error
+}](rows R) ([]*job.Job, error) {
 	var out []*job.Job
 	for rows.Next() {
 		var dbNow int64
 		var from string
 		j, err := scanJobExtra(rows, &dbNow, &from)
 		if err != nil {
-			return nil, fmt.Errorf("claim jobs: %w", err)
+			return nil, err
 		}
 		j.DBNow, j.TakenOver = fromMS(dbNow), from == string(job.StatusRunning)
 		out = append(out, j)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim jobs: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 func (s *Store) Checkpoint(ctx context.Context, p *store.CheckpointParams) (*job.Job, error) {
