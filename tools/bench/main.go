@@ -69,7 +69,7 @@ func main() {
 	flag.DurationVar(&o.apiFor, "api-for", 10*time.Second, "how long each API rate is held")
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON")
 	flag.BoolVar(&o.noCheck, "no-check", false, "exit 0 even when a target is missed")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the engine's goroutines carry the label side=groundwork: go tool pprof -tagfocus side=groundwork)")
 	jsonOut := flag.String("json-out", "", "also write the results as JSON to this file")
 	render := flag.String("render", "", "print the table of a report saved with -json, and check it, instead of measuring")
 	flag.Parse()
