@@ -347,6 +347,31 @@ func testCheckpointAudited(t *testing.T, s store.Store) {
 		list[0].ResourceID != j.ID || list[0].Scope != audit.ScopeProvisioning {
 		t.Fatalf("terminal entry: %+v total %d %v", list, total, err)
 	}
+	var meta map[string]any
+	if err := json.Unmarshal(list[0].Metadata, &meta); err != nil || meta["family"] != string(j.Family) ||
+		meta["spaceID"] != j.SpaceID || meta["phase"] != string(job.PhaseApply) || len(meta) != 3 {
+		t.Fatalf("terminal entry's metadata: %s (%v)", list[0].Metadata, err)
+	}
+	// A failed job's entry says why, by class and code.
+	f := mustCreate(t, s, newJob("org1", "spc1", job.StatusQueued, t0))
+	fc, err := s.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: "w", Now: t0.Add(time.Minute), Limit: 1})
+	if err != nil || len(fc) != 1 || fc[0].ID != f.ID {
+		t.Fatalf("claim: %v %v", fc, err)
+	}
+	if _, err := s.Checkpoint(ctx, &store.CheckpointParams{ID: f.ID, LeaseToken: fc[0].LeaseToken, Now: t0.Add(time.Minute), Steps: fc[0].Steps,
+		Status: job.StatusFailed, Phase: job.PhaseApply, NextRunAt: t0, Release: true,
+		Failure: &job.Failure{Class: job.ClassUserAction, Code: "QuotaExceeded", Message: "no room"}}); err != nil {
+		t.Fatal(err)
+	}
+	failed, _, err := s.ListAudit(ctx, &audit.Filter{OrgID: "org1", Action: "provisioning-job.failed", ResourceID: f.ID})
+	if err != nil || len(failed) != 1 {
+		t.Fatalf("failed entry: %v %v", failed, err)
+	}
+	meta = nil
+	if err := json.Unmarshal(failed[0].Metadata, &meta); err != nil || meta["failureClass"] != string(job.ClassUserAction) ||
+		meta["failureCode"] != "QuotaExceeded" || meta["family"] != string(f.Family) {
+		t.Fatalf("failed entry's metadata: %s (%v)", failed[0].Metadata, err)
+	}
 }
 
 func testAccountUpdateDelete(t *testing.T, s store.Store) {
