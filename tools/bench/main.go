@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 100, "workers for both Groundwork and River")
 	flag.IntVar(&o.prefetch, "prefetch", 0, "the engine's prefetch: claimed jobs that may wait for a free worker (0: the engine's default, -1: off)")
 	flag.IntVar(&o.jobs, "jobs", 10000, "pre-inserted no-op jobs per throughput run")
-	flag.IntVar(&o.rounds, "rounds", 2, "times to repeat the side-by-side throughput comparison")
+	flag.IntVar(&o.rounds, "rounds", 5, "times to repeat the side-by-side throughput comparison")
 	flag.IntVar(&o.samples, "samples", 200, "jobs inserted one at a time for claim-to-start latency")
 	flag.IntVar(&o.waiting, "waiting", 10000, "jobs waiting on a 10s poll in the waiting case (0 skips)")
 	flag.DurationVar(&o.waitFor, "waiting-for", 30*time.Second, "how long the waiting case is measured, after a 10s warm-up")
@@ -252,12 +252,26 @@ func measure(ctx context.Context, o options, w io.Writer, r *DBReport, gw *gwRun
 	}
 	for round := 1; round <= o.rounds; round++ {
 		rd := Round{Round: round, Load: loadavg()}
-		logf(w, "%s round %d: river 1-step", r.Database, round)
-		if rd.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, o.jobs, m) }); err != nil {
+		runRiver := func() (err error) {
+			logf(w, "%s round %d: river 1-step", r.Database, round)
+			rd.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, o.jobs, m) })
 			return err
 		}
-		logf(w, "%s round %d: groundwork 1-step", r.Database, round)
-		if rd.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, o.jobs, m) }); err != nil {
+		runGroundwork := func() (err error) {
+			logf(w, "%s round %d: groundwork 1-step", r.Database, round)
+			rd.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, o.jobs, m) })
+			return err
+		}
+		// The two take turns going first, so that a drift of the machine during the run (the
+		// disk's sync time wanders by a factor of two) weighs on both alike.
+		first, second := runRiver, runGroundwork
+		if round%2 == 0 {
+			first, second = runGroundwork, runRiver
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
 			return err
 		}
 		logf(w, "%s round %d: groundwork 5-step", r.Database, round)
