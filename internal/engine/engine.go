@@ -222,7 +222,13 @@ func (e *Engine) Run(ctx context.Context) error {
 				break
 			}
 			now, sent := e.cfg.Now(), time.Now()
-			jobs, err := e.cfg.Store.ClaimJobs(ctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: now, Limit: want})
+			// A claim in flight when the engine stops is let finish: its jobs are leased to
+			// this replica once it commits, and an answer cut off by the shutdown would leave
+			// them running under a lease nobody holds until it expires. They go back below
+			// with the other jobs claimed ahead.
+			cctx, cancelClaim := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+			jobs, err := e.cfg.Store.ClaimJobs(cctx, &store.ClaimJobsParams{Owner: e.cfg.Owner, Now: now, Limit: want})
+			cancelClaim()
 			if err != nil {
 				if ctx.Err() == nil {
 					e.log.Error("claim failed", "error", err)
@@ -233,7 +239,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			for _, j := range jobs {
 				ready = append(ready, claimed{j: j, sent: sent, now: now, at: at, mark: e.claimMarks(j)})
 			}
-			for busy < e.cfg.Workers && len(ready) > 0 {
+			for busy < e.cfg.Workers && len(ready) > 0 && ctx.Err() == nil {
 				start(ready[0])
 				ready = ready[1:]
 			}
@@ -260,6 +266,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// claimTimeout bounds a claim, which a shutdown does not cut short.
+const claimTimeout = 30 * time.Second
 
 // claimed is a job leased by a claim, with the claim's times (see work), when the claim
 // answered, and the step the claim is the in-flight marker of (claimMarks).
