@@ -136,34 +136,22 @@ func newServe() *cobra.Command {
 			o.Workers = workers
 			o.BootstrapToken = os.Getenv("GROUNDWORK_BOOTSTRAP_TOKEN")
 			o.Remediation = app.RemediationFromEnv(os.Getenv)
-			if v := os.Getenv("GROUNDWORK_POLL_INTERVAL"); v != "" {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("GROUNDWORK_POLL_INTERVAL: %w", err)
-				}
-				o.PollInterval = d
+			if err := durationFromEnv(cmd, "", "GROUNDWORK_POLL_INTERVAL", &o.PollInterval); err != nil {
+				return err
 			}
 			allow, err := netguard.ParseAllow(outboundAllow)
 			if err != nil {
 				return fmt.Errorf("--outbound-allow: %w", err)
 			}
 			o.Outbound = netguard.New(allow)
-			if v := os.Getenv("GROUNDWORK_JOB_RETENTION"); v != "" && !cmd.Flags().Changed("job-retention") {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("GROUNDWORK_JOB_RETENTION: %w", err)
-				}
-				o.JobRetention = d
+			if err := durationFromEnv(cmd, "job-retention", "GROUNDWORK_JOB_RETENTION", &o.JobRetention); err != nil {
+				return err
 			}
 			if o.JobRetention < 0 {
 				return fmt.Errorf("--job-retention: %s is negative; 0 keeps every job", o.JobRetention)
 			}
-			if v := os.Getenv("GROUNDWORK_MAX_TOKEN_TTL"); v != "" && !cmd.Flags().Changed("max-token-ttl") {
-				d, err := time.ParseDuration(v)
-				if err != nil {
-					return fmt.Errorf("GROUNDWORK_MAX_TOKEN_TTL: %w", err)
-				}
-				o.MaxTokenTTL = d
+			if err := durationFromEnv(cmd, "max-token-ttl", "GROUNDWORK_MAX_TOKEN_TTL", &o.MaxTokenTTL); err != nil {
+				return err
 			}
 			return app.Run(cmd.Context(), o)
 		},
@@ -182,6 +170,21 @@ func newServe() *cobra.Command {
 		"price book file written by 'groundwork pricing refresh'; default: the built-in one (GROUNDWORK_PRICE_BOOK)")
 	addComponentFlags(cmd, &o.Components)
 	return cmd
+}
+
+// durationFromEnv sets *dst from the environment variable env, unless the flag (none when
+// "") was given on the command line, which wins.
+func durationFromEnv(cmd *cobra.Command, flag, env string, dst *time.Duration) error {
+	v := os.Getenv(env)
+	if v == "" || flag != "" && cmd.Flags().Changed(flag) {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", env, err)
+	}
+	*dst = d
+	return nil
 }
 
 func envInt(name string, def int) int {
