@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,10 +38,6 @@ const clock = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 // The clock is read once (a materialised CTE) so that the lease index can be used and every
 // row compares against the same instant.
 func claimSQL() string {
-	cols := strings.Split(sqlstore.JobColumns, ",")
-	for i, c := range cols {
-		cols[i] = "j." + strings.TrimSpace(c)
-	}
 	// Two arms, each on its own index, instead of one OR that would scan the table.
 	return `WITH db AS MATERIALIZED (SELECT ` + clock + ` AS now_ms),
 	queued AS (
@@ -56,7 +51,7 @@ func claimSQL() string {
 	UPDATE provisioning_jobs j SET claimed_from = j.status, status = 'running', lease_owner = $1, lease_token = j.lease_token + 1,
 		lease_expires_at = $2 + j.lease_ttl_ms, version = j.version + 1, updated_at = $2
 	FROM due, db WHERE j.id = due.id
-	RETURNING ` + strings.Join(cols, ", ") + `, db.now_ms, j.claimed_from`
+	RETURNING ` + sqlstore.Columns("j.") + `, db.now_ms, j.claimed_from`
 }
 
 // maxConns bounds one replica's connections (the listener has one more of its own).

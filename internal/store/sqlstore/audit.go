@@ -162,7 +162,6 @@ func (s *Store) auditedTerminal(ctx context.Context, id string, now time.Time, a
 	return out, err
 }
 
-// terminalEntry is the engine's audit entry for job j ending with action.
 // terminalMeta is the metadata of a job's end in the audit log.
 type terminalMeta struct {
 	FailureClass *job.FailureClass `json:"failureClass,omitempty"`
@@ -172,6 +171,7 @@ type terminalMeta struct {
 	SpaceID      string            `json:"spaceID"`
 }
 
+// terminalEntry is the engine's audit entry for job j ending with action.
 func terminalEntry(j *job.Job, action string, now time.Time) *store.AuditEntry {
 	// A struct, not a map: every job's end writes one, and a map's encoding (reflection over
 	// sorted keys) cost several times as much. The fields are in the order a map's keys were.

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,8 @@ type Dialect struct {
 	// Prepare keeps statements prepared in the store. Drivers that cache prepared statements
 	// themselves (pgx) do not need it.
 	Prepare bool
-	// Pipeline sends a group commit's statements in two round trips (pgx only).
+	// Pipeline says the driver is pgx: a group commit's statements go in two round trips, and
+	// claims read their rows through pgx itself (see withPgx).
 	Pipeline bool
 }
 
@@ -145,22 +147,25 @@ const JobColumns = `id, org_id, space_id, kind, family, provider, mode, name, ta
 	config, infra, steps, status, phase, cancel_requested, failure, lease_owner, lease_token,
 	lease_expires_at, lease_ttl_ms, next_run_at, version, created_at, updated_at`
 
-// writtenColumns is JobColumns for the answer of a checkpoint, whose steps, infra and failure
-// are the caller's own: they come back NULL and withWritten puts the caller's values in their
-// place. Decoding a job's steps from JSON again was the larger part of the CPU a checkpoint
-// cost this process. prefix qualifies each column ("j." in a join).
-func writtenColumns(prefix string) string {
+// Columns is JobColumns with each column qualified by prefix ("j." in a join), and those named
+// in null replaced by NULL.
+func Columns(prefix string, null ...string) string {
 	cols := strings.Split(JobColumns, ",")
 	for i, c := range cols {
-		switch c = strings.TrimSpace(c); c {
-		case "steps", "infra", "failure":
+		c = strings.TrimSpace(c)
+		cols[i] = prefix + c
+		if slices.Contains(null, c) {
 			cols[i] = "NULL"
-		default:
-			cols[i] = prefix + c
 		}
 	}
 	return strings.Join(cols, ", ")
 }
+
+// writtenColumns is JobColumns for the answer of a checkpoint, whose steps, infra and failure
+// are the caller's own: they come back NULL and withWritten puts the caller's values in their
+// place. Decoding a job's steps from JSON again was the larger part of the CPU a checkpoint
+// cost this process.
+func writtenColumns(prefix string) string { return Columns(prefix, "steps", "infra", "failure") }
 
 // withWritten completes j, scanned from writtenColumns, with what checkpoint p wrote. The
 // steps are copied, so the caller's later changes to j do not reach p; the times they point to
