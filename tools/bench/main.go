@@ -382,18 +382,11 @@ type meter struct {
 	pid              int
 	client0, server0 time.Duration
 	client, server   time.Duration
-	started          bool
 }
 
-func (m *meter) start() {
-	m.client0, m.server0, m.started = selfCPU(), serverCPU(m.pid), true
-}
+func (m *meter) start() { m.client0, m.server0 = selfCPU(), serverCPU(m.pid) }
 
-func (m *meter) stop() {
-	if m.started {
-		m.client, m.server = selfCPU()-m.client0, serverCPU(m.pid)-m.server0
-	}
-}
+func (m *meter) stop() { m.client, m.server = selfCPU()-m.client0, serverCPU(m.pid)-m.server0 }
 
 // costed runs a throughput run and adds what each job cost: the CPU of the timed part and, on
 // PostgreSQL, the log it wrote (the seeding of jobs and River's inserts included: both are part
