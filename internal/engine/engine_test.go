@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -325,13 +326,27 @@ func TestWaitsBackOff(t *testing.T) {
 		}
 		return pipeline.Done(nil), nil
 	})
+	// Each wait's committed due time, from the events.
+	var due waitDelays
 	j := b.submit(t)
-	b.start(t, nil)
+	b.start(t, func(c *engine.Config) { c.Events = &due })
 	done := b.waitStatus(t, j.ID, job.StatusCompleted)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != len(want)+1 {
 		t.Fatalf("%d calls, want %d", len(calls), len(want)+1)
+	}
+	// The due time is taken from the step's end, the write's time a moment later: a wait is
+	// due at most its delay, and a couple of milliseconds less, after its write.
+	if got := due.get(); len(got) != len(want) {
+		t.Errorf("%d waits published, want %d", len(got), len(want))
+	} else {
+		for i, w := range want {
+			if got[i] > w || got[i] < w-2*time.Millisecond {
+				t.Errorf("waits were due %v after they were written, want %v", got, want)
+				break
+			}
+		}
 	}
 	for i, w := range want {
 		// A poll never comes early (but for the store's millisecond precision); without the
@@ -346,6 +361,27 @@ func TestWaitsBackOff(t *testing.T) {
 	if w := done.Steps[0].Waits; w != 0 {
 		t.Errorf("finished step still counts %d waits", w)
 	}
+}
+
+// waitDelays records, for each wait published, how long after its write the job was due.
+type waitDelays struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (w *waitDelays) Publish(j *job.Job) {
+	if j.Status != job.StatusQueued || len(j.Steps) == 0 || j.Steps[0].Status != job.StepWaiting {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.d = append(w.d, j.NextRunAt.Sub(j.UpdatedAt))
+}
+
+func (w *waitDelays) get() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.d)
 }
 
 // Cancel takes effect at the next step boundary and undoes the finished steps in reverse.
