@@ -202,3 +202,69 @@ func TestJobsClaimedAheadAreHandedBackWhenStepsTurnLong(t *testing.T) {
 		b.waitStatus(t, id, job.StatusCompleted)
 	}
 }
+
+// heldClaimStore holds the first claim until the test releases it, then claims; like a driver
+// that drops a statement's answer once its context ends, it then returns nothing if the
+// claim's context has ended, though the claim has committed.
+type heldClaimStore struct {
+	engine.Store
+	held, release chan struct{}
+	once          sync.Once
+}
+
+func (s *heldClaimStore) ClaimJobs(ctx context.Context, p *store.ClaimJobsParams) ([]*job.Job, error) {
+	first := false
+	s.once.Do(func() { first = true })
+	if !first {
+		return s.Store.ClaimJobs(ctx, p)
+	}
+	close(s.held)
+	<-s.release
+	jobs, err := s.Store.ClaimJobs(context.WithoutCancel(ctx), p)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return jobs, err
+}
+
+// TestClaimInFlightAtShutdownGoesBack: a claim still out when the engine stops is let finish,
+// and its jobs are handed back unstarted; a claim cut off by the shutdown would have left them
+// running under a lease nobody holds.
+func TestClaimInFlightAtShutdownGoesBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1, nil)
+	j := b.submit(t)
+	hs := &heldClaimStore{Store: b.store, held: make(chan struct{}), release: make(chan struct{})}
+	reg, err := pipeline.NewRegistry(b.pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{Store: hs, Pipelines: reg, Owner: "test-held-claim", Workers: 2,
+		PollInterval: 20 * time.Millisecond, ShutdownGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = e.Run(ctx); close(done) }()
+	select {
+	case <-hs.held:
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("the engine made no claim")
+	}
+	cancel() // the shutdown begins while the claim is out
+	close(hs.release)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine did not stop")
+	}
+	got := b.get(t, j.ID)
+	if got.Status != job.StatusQueued || got.LeaseOwner != "" {
+		t.Fatalf("job after shutdown: %s, lease owner %q; want queued and released", got.Status, got.LeaseOwner)
+	}
+	if n := b.calls.count(j.ID, "step1", false); n != 0 {
+		t.Fatalf("the job claimed during the shutdown ran %d times", n)
+	}
+}
