@@ -130,8 +130,9 @@ func (g *gwRunner) seed(ctx context.Context, j *job.Job, n int, status job.Statu
 
 func newID() string { return "job_" + ulid.Make().String() }
 
-// throughput seeds n jobs of the given step count, then runs the engine until all are done.
-func (g *gwRunner) throughput(ctx context.Context, steps, n int, m *meter) (Throughput, error) {
+// throughput seeds n jobs of the given step count, then runs the engine with the given
+// workers until all are done.
+func (g *gwRunner) throughput(ctx context.Context, steps, n, workers int, m *meter) (Throughput, error) {
 	if err := g.clear(ctx); err != nil {
 		return Throughput{}, err
 	}
@@ -144,7 +145,7 @@ func (g *gwRunner) throughput(ctx context.Context, steps, n int, m *meter) (Thro
 	pub := &publisher{allDone: make(chan struct{}), want: int64(n)}
 	m.start()
 	start := time.Now()
-	stop, err := g.start(p, g.workers, pub, time.Second)
+	stop, err := g.start(p, workers, pub, time.Second)
 	if err != nil {
 		return Throughput{}, err
 	}

@@ -46,6 +46,7 @@ type options struct {
 	waitFor    time.Duration
 	ledgerRows []int
 	apiRates   []int
+	scale      []int
 	apiFor     time.Duration
 	json       bool
 	noCheck    bool
@@ -53,13 +54,14 @@ type options struct {
 
 func main() {
 	var o options
-	var dbs, ledger, rates string
+	var dbs, ledger, rates, scale string
 	flag.StringVar(&dbs, "db", "sqlite,postgres", "databases to measure, comma-separated: sqlite, postgres")
 	flag.StringVar(&o.pgURL, "pg-url", "", "PostgreSQL URL (a database the bench may fill and empty); empty starts a throwaway server")
 	flag.StringVar(&o.pgBin, "pg-bin", "/usr/lib/postgresql/15/bin", "PostgreSQL server binaries for the throwaway server")
 	flag.IntVar(&o.workers, "workers", 100, "workers for both Groundwork and River")
 	flag.IntVar(&o.prefetch, "prefetch", 0, "the engine's prefetch: claimed jobs that may wait for a free worker (0: the engine's default, -1: off)")
 	flag.IntVar(&o.jobs, "jobs", 10000, "pre-inserted no-op jobs per throughput run")
+	flag.StringVar(&scale, "scale-workers", "1,4,16,64,256", "worker counts for the scaling run, ascending (empty skips)")
 	flag.IntVar(&o.rounds, "rounds", 5, "times to repeat the side-by-side throughput comparison")
 	flag.IntVar(&o.samples, "samples", 200, "jobs inserted one at a time for claim-to-start latency")
 	flag.IntVar(&o.waiting, "waiting", 10000, "jobs waiting on a 10s poll in the waiting case (0 skips)")
@@ -93,6 +95,12 @@ func main() {
 	}
 	if o.apiRates, err = intList(rates); err != nil {
 		fatal(err)
+	}
+	if o.scale, err = intList(scale); err != nil {
+		fatal(err)
+	}
+	if !sort.IntsAreSorted(o.scale) {
+		fatal(fmt.Errorf("-scale-workers: %q is not in ascending order", scale))
 	}
 	ctx := context.Background()
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
@@ -237,7 +245,7 @@ func runPostgres(ctx context.Context, o options, w io.Writer) (*DBReport, error)
 // riverClient is what measure needs of a riverRunner, whatever its driver's transaction type.
 type riverClient interface {
 	migrate(ctx context.Context) error
-	throughput(ctx context.Context, n int, m *meter) (Throughput, error)
+	throughput(ctx context.Context, n, workers int, m *meter) (Throughput, error)
 	latency(ctx context.Context, samples int) (Latency, error)
 }
 
@@ -254,12 +262,12 @@ func measure(ctx context.Context, o options, w io.Writer, r *DBReport, gw *gwRun
 		rd := Round{Round: round, Load: loadavg()}
 		runRiver := func() (err error) {
 			logf(w, "%s round %d: river 1-step", r.Database, round)
-			rd.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, o.jobs, m) })
+			rd.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, o.jobs, o.workers, m) })
 			return err
 		}
 		runGroundwork := func() (err error) {
 			logf(w, "%s round %d: groundwork 1-step", r.Database, round)
-			rd.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, o.jobs, m) })
+			rd.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, o.jobs, o.workers, m) })
 			return err
 		}
 		// The two take turns going first, so that a drift of the machine during the run (the
@@ -275,13 +283,26 @@ func measure(ctx context.Context, o options, w io.Writer, r *DBReport, gw *gwRun
 			return err
 		}
 		logf(w, "%s round %d: groundwork 5-step", r.Database, round)
-		if rd.Groundwork5, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 5, o.jobs/5, m) }); err != nil {
+		if rd.Groundwork5, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 5, o.jobs/5, o.workers, m) }); err != nil {
 			return err
 		}
 		rd.Ratio = rd.Groundwork1.JobsPerSec / rd.River1.JobsPerSec
 		logf(w, "%s round %d: river %.0f jobs/s, groundwork %.0f jobs/s (%.2fx), 5-step %.0f steps/s", r.Database, round,
 			rd.River1.JobsPerSec, rd.Groundwork1.JobsPerSec, rd.Ratio, rd.Groundwork5.StepsPerSec)
 		r.Rounds = append(r.Rounds, rd)
+	}
+	for _, n := range o.scale {
+		// Enough jobs to run for about a second at any count, at most the rounds' number.
+		jobs := min(o.jobs, max(2000, 250*n))
+		pt := ScalePoint{Workers: n}
+		logf(w, "%s: scaling, %d workers", r.Database, n)
+		if pt.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, jobs, n, m) }); err != nil {
+			return err
+		}
+		if pt.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, jobs, n, m) }); err != nil {
+			return err
+		}
+		r.Scaling = append(r.Scaling, pt)
 	}
 	logf(w, "%s: claim-to-start", r.Database)
 	if r.GroundworkLatency, err = gw.latency(ctx, o.samples); err != nil {

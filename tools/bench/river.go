@@ -46,24 +46,25 @@ func (r *riverRunner[TTx]) migrate(ctx context.Context) error {
 	return err
 }
 
-func (r *riverRunner[TTx]) client(started func(int64)) (*river.Client[TTx], error) {
+func (r *riverRunner[TTx]) client(workers int, started func(int64)) (*river.Client[TTx], error) {
 	w := river.NewWorkers()
 	river.AddWorker(w, &noopWorker{started: started})
 	return river.NewClient(r.driver, &river.Config{
 		Logger:            slog.New(slog.DiscardHandler),
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: r.workers}},
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
 		Workers:           w,
 		FetchCooldown:     time.Millisecond,
 		FetchPollInterval: 50 * time.Millisecond,
 	})
 }
 
-// throughput inserts n jobs, then starts River and times it until all n are completed.
-func (r *riverRunner[TTx]) throughput(ctx context.Context, n int, m *meter) (Throughput, error) {
+// throughput inserts n jobs, then starts River with the given workers and times it until all
+// n are completed.
+func (r *riverRunner[TTx]) throughput(ctx context.Context, n, workers int, m *meter) (Throughput, error) {
 	if err := r.truncate(ctx); err != nil {
 		return Throughput{}, err
 	}
-	c, err := r.client(nil)
+	c, err := r.client(workers, nil)
 	if err != nil {
 		return Throughput{}, err
 	}
@@ -110,7 +111,7 @@ func (r *riverRunner[TTx]) latency(ctx context.Context, samples int) (Latency, e
 	var mu sync.Mutex
 	startedAt := map[int64]time.Time{}
 	startedCh := make(chan int64, 1)
-	c, err := r.client(func(id int64) {
+	c, err := r.client(r.workers, func(id int64) {
 		mu.Lock()
 		startedAt[id] = time.Now()
 		mu.Unlock()
