@@ -72,6 +72,7 @@ func main() {
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON")
 	flag.BoolVar(&o.noCheck, "no-check", false, "exit 0 even when a target is missed")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the engine's goroutines carry the label side=groundwork: go tool pprof -tagfocus side=groundwork)")
+	memProfile := flag.String("memprofile", "", "write a profile of every allocation made during the run to this file (go tool pprof -sample_index=alloc_space; -focus internal/ shows Groundwork's)")
 	jsonOut := flag.String("json-out", "", "also write the results as JSON to this file")
 	render := flag.String("render", "", "print the table of a report saved with -json, and check it, instead of measuring")
 	flag.Parse()
@@ -122,6 +123,11 @@ func main() {
 		rep.Databases = append(rep.Databases, r)
 	}
 	rep.LoadAfter = loadavg()
+	if *memProfile != "" {
+		if err := writeAllocs(*memProfile); err != nil {
+			fatal(err)
+		}
+	}
 	rep.check()
 	if *jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -140,6 +146,20 @@ func main() {
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+}
+
+// writeAllocs writes the allocations made since the start (sampled at the runtime's default
+// rate) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func fatal(err error) {
