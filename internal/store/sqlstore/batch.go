@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -357,33 +358,38 @@ func (s *Store) setCheckpointSQL() string {
 		RETURNING ` + writtenColumns("j.") + `, ` + s.dialect.Clock
 }
 
-// setArgs are setCheckpointSQL's parameter arrays.
+// setArgs are setCheckpointSQL's parameter arrays. The JSON columns go as bytes, which pgx
+// sends as text without the copy a string conversion makes; a nil element is NULL.
 type setArgs struct {
-	id, steps, infra, status, phase []string
-	failure                         []*string
-	token, next, now                []int64
-	release, finish                 []bool
+	id, status, phase     []string
+	steps, infra, failure [][]byte
+	token, next, now      []int64
+	release, finish       []bool
 }
+
+var emptyObject = []byte("{}")
 
 func (a *setArgs) add(r *cpRequest) error {
 	p, finish := r.p, r.end != nil
 	if finish {
 		p = r.end
 	}
-	steps, err := jsonText(p.Steps)
+	steps, err := json.Marshal(p.Steps)
 	if err != nil {
 		return err
 	}
-	var failure *string
+	var failure []byte
 	if p.Failure != nil {
-		f, err := jsonText(p.Failure)
-		if err != nil {
+		if failure, err = json.Marshal(p.Failure); err != nil {
 			return err
 		}
-		failure = &f
+	}
+	infra := []byte(p.Infra)
+	if len(infra) == 0 {
+		infra = emptyObject
 	}
 	a.id, a.token = append(a.id, p.ID), append(a.token, p.LeaseToken)
-	a.steps, a.infra = append(a.steps, steps), append(a.infra, rawText(p.Infra, "{}"))
+	a.steps, a.infra = append(a.steps, steps), append(a.infra, infra)
 	a.status, a.phase, a.failure = append(a.status, string(p.Status)), append(a.phase, string(p.Phase)), append(a.failure, failure)
 	a.next, a.release, a.now = append(a.next, ms(p.NextRunAt)), append(a.release, p.Release), append(a.now, ms(p.Now))
 	a.finish = append(a.finish, finish)

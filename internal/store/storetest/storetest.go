@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -404,13 +405,10 @@ func testConcurrentCheckpoints(t *testing.T, s store.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := job.StatusRunning
-			if i%2 == 0 {
-				st = job.StatusCompleted
-			}
+			st, failure, infra := concurrentCheckpoint(i)
 			steps := []job.StepRecord{{Name: "a", Status: job.StepDone, Attempts: 1}, {Name: "b", Status: job.StepDone, Attempts: 1}}
 			_, errs[i] = s.Checkpoint(ctx, &store.CheckpointParams{ID: j.ID, LeaseToken: j.LeaseToken, Now: now, Steps: steps,
-				Infra: json.RawMessage(`{"by":"w1"}`), Status: st, Phase: job.PhaseApply, Release: st == job.StatusCompleted})
+				Infra: infra, Failure: failure, Status: st, Phase: job.PhaseApply, Release: st != job.StatusRunning})
 		}()
 	}
 	wg.Wait()
@@ -428,12 +426,15 @@ func testConcurrentCheckpoints(t *testing.T, s store.Store) {
 			}
 			continue
 		}
-		want := job.StatusRunning
-		if i%2 == 0 {
-			want = job.StatusCompleted
-		}
+		want, failure, infra := concurrentCheckpoint(i)
 		if errs[i] != nil || got.Status != want || got.Steps[1].Status != job.StepDone {
 			t.Errorf("checkpoint %d: %v, status %s", i, errs[i], got.Status)
+		}
+		if len(infra) == 0 {
+			infra = json.RawMessage(`{}`)
+		}
+		if !jsonEqual(got.Infra, infra) || !reflect.DeepEqual(got.Failure, failure) {
+			t.Errorf("checkpoint %d: infra %s, failure %+v; want %s, %+v", i, got.Infra, got.Failure, infra, failure)
 		}
 		_, audited, err := s.ListAudit(ctx, &audit.Filter{OrgID: "org1", Action: "provisioning-job.completed", ResourceID: j.ID})
 		if err != nil {
@@ -442,6 +443,29 @@ func testConcurrentCheckpoints(t *testing.T, s store.Store) {
 		if wantAudit := map[bool]int{true: 1, false: 0}[want == job.StatusCompleted]; audited != wantAudit {
 			t.Errorf("job %d: %d completion audit entries, want %d", i, audited, wantAudit)
 		}
+	}
+}
+
+// jsonEqual reports whether two JSON documents hold the same value (PostgreSQL's jsonb
+// respaces what it stores).
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// concurrentCheckpoint is what testConcurrentCheckpoints writes for job i: progress, an end,
+// a failure, or progress with no infra (stored as an empty object).
+func concurrentCheckpoint(i int) (job.Status, *job.Failure, json.RawMessage) {
+	switch i % 4 {
+	case 0:
+		return job.StatusCompleted, nil, json.RawMessage(`{"by":"w1"}`)
+	case 1:
+		return job.StatusFailed, &job.Failure{Class: job.ClassUserAction, Code: "QuotaExceeded", Message: "quota", Step: "b"},
+			json.RawMessage(`{"by":"w1"}`)
+	case 2:
+		return job.StatusRunning, nil, json.RawMessage(`{"by":"w1"}`)
+	default:
+		return job.StatusRunning, nil, nil
 	}
 }
 
