@@ -72,7 +72,7 @@ func main() {
 	flag.BoolVar(&o.json, "json", false, "print the results as JSON")
 	flag.BoolVar(&o.noCheck, "no-check", false, "exit 0 even when a target is missed")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (the engine's goroutines carry the label side=groundwork: go tool pprof -tagfocus side=groundwork)")
-	memProfile := flag.String("memprofile", "", "write a profile of every allocation made during the run to this file (go tool pprof -sample_index=alloc_space; -focus internal/ shows Groundwork's)")
+	memProfile := flag.String("memprofile", "", "write the run's allocations, as the runtime samples them, to this file (go tool pprof -sample_index=alloc_space; -focus groundwork/internal shows Groundwork's)")
 	jsonOut := flag.String("json-out", "", "also write the results as JSON to this file")
 	render := flag.String("render", "", "print the table of a report saved with -json, and check it, instead of measuring")
 	flag.Parse()
