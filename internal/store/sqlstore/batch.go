@@ -367,8 +367,6 @@ type setArgs struct {
 	release, finish       []bool
 }
 
-var emptyObject = []byte("{}")
-
 func (a *setArgs) add(r *cpRequest) error {
 	p, finish := r.p, r.end != nil
 	if finish {
@@ -386,7 +384,7 @@ func (a *setArgs) add(r *cpRequest) error {
 	}
 	infra := []byte(p.Infra)
 	if len(infra) == 0 {
-		infra = emptyObject
+		infra = []byte("{}")
 	}
 	a.id, a.token = append(a.id, p.ID), append(a.token, p.LeaseToken)
 	a.steps, a.infra = append(a.steps, steps), append(a.infra, infra)
