@@ -363,6 +363,41 @@ func TestWaitsBackOff(t *testing.T) {
 	}
 }
 
+// A transient failure between waits (a throttled poll, say) keeps the count of waits: the
+// resource has been coming up all along, and polling it fast again would add to the load the
+// cloud is shedding. A finish resets the count.
+func TestTransientFailureKeepsTheWaitCount(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		waits []int
+	)
+	b := setup(t, 1, func(ctx context.Context, c testfamily.Call, r *pipeline.Run) (pipeline.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		waits = append(waits, r.Job.Steps[0].Waits)
+		switch len(waits) {
+		case 1, 2, 4:
+			return pipeline.Wait(time.Millisecond, "coming up", nil).Slowing(2, 4*time.Millisecond), nil
+		case 3:
+			return pipeline.Result{}, fault.Transient(errors.New("Throttling"))
+		default:
+			return pipeline.Done(nil), nil
+		}
+	})
+	j := b.submit(t)
+	b.start(t, func(c *engine.Config) { c.BackoffBase = time.Millisecond })
+	done := b.waitStatus(t, j.ID, job.StatusCompleted)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{0, 1, 2, 2, 3}; !slices.Equal(waits, want) {
+		t.Fatalf("the step saw %v waits in a row at its calls, want %v", waits, want)
+	}
+	if w := done.Steps[0].Waits; w != 0 {
+		t.Errorf("finished step still counts %d waits", w)
+	}
+}
+
 // waitDelays records, for each wait published, how long after its write the job was due.
 type waitDelays struct {
 	mu sync.Mutex

@@ -116,7 +116,8 @@ type StepRecord struct {
 	// that polls a slow resource many times keeps its whole budget.
 	Retries int `json:"retries,omitempty"`
 	// Waits counts the step's waits in a row (polls of a resource not ready yet); a step's
-	// backoff lengthens its polls with it. Any other outcome resets it.
+	// backoff lengthens its polls with it. A finish, a skip or a pause for a decision resets it, and so does a
+	// retry through the API; a transient failure between waits does not.
 	Waits int `json:"waits,omitempty"`
 }
 
