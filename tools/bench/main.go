@@ -278,28 +278,33 @@ func measure(ctx context.Context, o options, w io.Writer, r *DBReport, gw *gwRun
 	if r.CommitSerial, r.CommitConcurrent, err = commitCeiling(ctx, gw.s.DB(), o.workers, 3*time.Second); err != nil {
 		return fmt.Errorf("commit ceiling: %w", err)
 	}
-	for round := 1; round <= o.rounds; round++ {
-		rd := Round{Round: round, Load: loadavg()}
+	// oneStep runs n 1-step jobs through River and through Groundwork with the given workers,
+	// back to back. The two take turns going first (Groundwork when gwFirst), so that a drift
+	// of the machine during the run (the disk's sync time wanders by a factor of two) weighs on
+	// both alike.
+	oneStep := func(label string, n, workers int, gwFirst bool) (river, groundwork Throughput, err error) {
 		runRiver := func() (err error) {
-			logf(w, "%s round %d: river 1-step", r.Database, round)
-			rd.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, o.jobs, o.workers, m) })
+			logf(w, "%s %s: river 1-step", r.Database, label)
+			river, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, n, workers, m) })
 			return err
 		}
 		runGroundwork := func() (err error) {
-			logf(w, "%s round %d: groundwork 1-step", r.Database, round)
-			rd.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, o.jobs, o.workers, m) })
+			logf(w, "%s %s: groundwork 1-step", r.Database, label)
+			groundwork, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, n, workers, m) })
 			return err
 		}
-		// The two take turns going first, so that a drift of the machine during the run (the
-		// disk's sync time wanders by a factor of two) weighs on both alike.
 		first, second := runRiver, runGroundwork
-		if round%2 == 0 {
+		if gwFirst {
 			first, second = runGroundwork, runRiver
 		}
-		if err := first(); err != nil {
-			return err
+		if err = first(); err == nil {
+			err = second()
 		}
-		if err := second(); err != nil {
+		return river, groundwork, err
+	}
+	for round := 1; round <= o.rounds; round++ {
+		rd := Round{Round: round, Load: loadavg()}
+		if rd.River1, rd.Groundwork1, err = oneStep(fmt.Sprintf("round %d", round), o.jobs, o.workers, round%2 == 0); err != nil {
 			return err
 		}
 		logf(w, "%s round %d: groundwork 5-step", r.Database, round)
@@ -311,15 +316,11 @@ func measure(ctx context.Context, o options, w io.Writer, r *DBReport, gw *gwRun
 			rd.River1.JobsPerSec, rd.Groundwork1.JobsPerSec, rd.Ratio, rd.Groundwork5.StepsPerSec)
 		r.Rounds = append(r.Rounds, rd)
 	}
-	for _, n := range o.scale {
+	for i, n := range o.scale {
 		// Enough jobs to run for about a second at any count, at most the rounds' number.
 		jobs := min(o.jobs, max(2000, 250*n))
 		pt := ScalePoint{Workers: n}
-		logf(w, "%s: scaling, %d workers", r.Database, n)
-		if pt.River1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return rv.throughput(ctx, jobs, n, m) }); err != nil {
-			return err
-		}
-		if pt.Groundwork1, err = costed(ctx, gw, serverPID, func(m *meter) (Throughput, error) { return gw.throughput(ctx, 1, jobs, n, m) }); err != nil {
+		if pt.River1, pt.Groundwork1, err = oneStep(fmt.Sprintf("scaling, %d workers", n), jobs, n, i%2 == 1); err != nil {
 			return err
 		}
 		r.Scaling = append(r.Scaling, pt)
