@@ -7,7 +7,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 venv="$root/.cache/moto-venv"
 want="5.2.5"
 
-if [[ -x "$venv/bin/moto_server" ]] && [[ -f "$venv/.moto-$want" ]]; then
+# The venv's scripts name its interpreter by absolute path, so a checkout that moved (or a
+# copied .cache) leaves moto_server in place but unable to start: run it to be sure.
+if [[ -f "$venv/.moto-$want" ]] && "$venv/bin/moto_server" --help >/dev/null 2>&1; then
 	exit 0
 fi
 
@@ -26,6 +28,7 @@ if ! "$python" -c 'import venv, ensurepip' 2>/dev/null && command -v apt-get >/d
 fi
 
 mkdir -p "$root/.cache"
+rm -rf "$venv"
 "$python" -m venv "$venv"
 "$venv/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$want"
 touch "$venv/.moto-$want"
